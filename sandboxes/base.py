@@ -1,0 +1,180 @@
+"""The Sandbox protocol: every command that runs evolved harness code goes through it.
+
+A backend opens a *session* on a workdir (a checkout of one candidate). Inside a
+session the workdir and a private scratch dir are writable, explicitly listed mounts
+are visible (read-only unless asked otherwise), the host Python runtime is visible
+read-only, and nothing else of the host is. The network is off unless requested.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+OUTPUT_CUT_MARKER = "\n[... output cut by sandbox: {dropped} bytes dropped ...]\n"
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not be created or used (not: the command inside it failed)."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path made visible inside the sandbox at the same absolute path."""
+
+    source: Path
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-session resource limits; each backend enforces all of them."""
+
+    memory_mb: int = 8192
+    """Address-space / cgroup memory cap for everything in the session."""
+    cpus: float = 2.0
+    """CPU quota in cores."""
+    pids: int = 512
+    """Maximum number of processes/threads alive at once (fork bombs stop here)."""
+    timeout_s: float = 3600.0
+    """Default wall-time limit of one `run` call; `run(timeout=...)` overrides it."""
+    output_bytes: int = 1_000_000
+    """Cap on captured stdout and on stderr (each); the rest is dropped with a marker."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What happened to one command run inside a session."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    wall_time: float
+    timed_out: bool = False
+    oom_killed: bool = False
+    output_truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+
+    def describe_failure(self, tail_lines: int = 30) -> str:
+        """A one-paragraph reason a user can act on, ending with the tail of stderr."""
+        if self.timed_out:
+            head = f"timed out after {self.wall_time:.1f}s and was killed"
+        elif self.oom_killed:
+            head = "ran out of memory (killed by the sandbox memory limit)"
+        else:
+            head = f"exited with code {self.exit_code}"
+        tail = "\n".join((self.stderr or self.stdout).strip().splitlines()[-tail_lines:])
+        return f"{head}; last output:\n{tail}" if tail else head
+
+
+@runtime_checkable
+class Session(Protocol):
+    """An open sandbox on one workdir. Use as a context manager so it is always closed."""
+
+    workdir: Path
+    scratch: Path
+
+    def run(
+        self,
+        cmd: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> RunResult:
+        """Run `cmd` (argv list) inside the sandbox; `cwd` defaults to the workdir."""
+        ...
+
+    def close(self) -> None:
+        """Stop everything the session started; idempotent."""
+        ...
+
+    def __enter__(self) -> Session: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A backend: makes sessions."""
+
+    name: str
+    isolated: bool
+    """False only for the `process` backend, which must be asked for by name."""
+
+    def open(
+        self,
+        workdir: Path,
+        *,
+        mounts: Sequence[Mount] = (),
+        limits: Limits = Limits(),
+        network: bool = False,
+    ) -> Session: ...
+
+
+def host_python_mounts() -> list[Mount]:
+    """Read-only mounts that make the current interpreter and its venv usable inside a sandbox."""
+    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    return [Mount(p) for p in sorted(paths)]
+
+
+def clean_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every sandboxed command starts from: nothing inherited from the host."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": str(scratch / "hf"),
+        "TOKENIZERS_PARALLELISM": "false",
+        "MPLCONFIGDIR": str(scratch / "mpl"),
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+    }
+    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    if extra:
+        env.update(extra)
+    return env
+
+
+def cap_output(data: bytes, limit: int) -> tuple[str, bool]:
+    """Decode at most `limit` bytes, appending a marker that says how much was dropped."""
+    if len(data) <= limit:
+        return data.decode("utf-8", errors="replace"), False
+    kept = data[:limit].decode("utf-8", errors="replace")
+    return kept + OUTPUT_CUT_MARKER.format(dropped=len(data) - limit), True
+
+
+@dataclass
+class OutputBuffer:
+    """Accumulates a stream up to a cap while counting (not storing) what is dropped."""
+
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def text(self) -> tuple[str, bool]:
+        body = self.data.decode("utf-8", errors="replace")
+        if self.dropped:
+            return body + OUTPUT_CUT_MARKER.format(dropped=self.dropped), True
+        return body, False
