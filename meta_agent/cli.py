@@ -2,17 +2,150 @@
 
 from __future__ import annotations
 
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from meta_agent.commands import sandbox
 
 app = typer.Typer(
-    help="meta-agent: RL training of LLM policies that evolves its own training harness.",
+    help=(
+        "meta-agent: RL training of LLM policies that evolves its own training harness.\n\n"
+        "Start with `meta-agent init --domain math --dir my-harness`, then "
+        "`meta-agent rollout --harness my-harness` to train and read the rollout report."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
 )
 app.add_typer(sandbox.app, name="sandbox")
+console = Console()
+F = TypeVar("F", bound=Callable[..., Any])
+
+DomainOpt = Annotated[str, typer.Option("--domain", "-d", help="math | code | swe")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
+
+
+def user_errors(fn: F) -> F:
+    """Turn the errors a user can act on into one red line and exit code 1 (no traceback)."""
+    from meta_agent.config import ConfigFileError
+    from meta_agent.contract import ContractError
+    from meta_agent.gitops import GitOpsError
+    from meta_agent.harness_runner import HarnessError
+    from meta_agent.policy import PolicyError
+    from sandboxes import SandboxError
+
+    known = (ConfigFileError, ContractError, GitOpsError, HarnessError, PolicyError, SandboxError,
+             FileExistsError, FileNotFoundError, KeyError)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except known as e:
+            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            console.print(f"[bold red]error:[/] {msg}")
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@app.command()
+@user_errors
+def init(
+    domain: DomainOpt = "math",
+    dir: Annotated[Path, typer.Option("--dir", help="new directory for the harness git repo")] = Path("harness"),
+) -> None:
+    """Create a harness git repository for a domain from the shipped template."""
+    from meta_agent.gitops import init_harness
+
+    repo = init_harness(dir.resolve(), domain)
+    console.print(f"created {domain} harness at [bold]{repo.working_dir}[/] ({repo.head.commit.hexsha[:12]})")
+    console.print("edit harness.yaml or the code, commit, then: "
+                  f"[bold]meta-agent rollout --domain {domain} --harness {dir}[/]")
+
+
+@app.command()
+@user_errors
+def rollout(
+    domain: DomainOpt = "math",
+    harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
+    policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
+    steps: Annotated[int | None, typer.Option(help="GRPO steps [default: 4]")] = None,
+    seed: Annotated[int | None, typer.Option(help="training seed [default: 0]")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="output dir [default: runs/<time>-rollout-<domain>]")] = None,
+    sandbox_name: Annotated[str | None, typer.Option("--sandbox", help="auto | docker | bwrap | process")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Train the policy N GRPO steps under a harness (sandboxed) and write a rollout report."""
+    from meta_agent.config import RolloutConfig, build, load_config_file
+    from meta_agent.rollout import run_rollout
+
+    file_values = load_config_file(config)
+    if sandbox_name:
+        file_values.setdefault("sandbox", {})["backend"] = sandbox_name
+    cfg = build(RolloutConfig, file_values, {"domain": domain, "harness": harness, "policy": policy,
+                                             "steps": steps, "seed": seed, "run_dir": run_dir})
+    run_dir_done, trained = run_rollout(cfg, console)
+    r = trained.report
+    console.print(f"\nreward {r.reward_mean:.3f} · truncated {100 * r.truncation_rate:.0f}% · "
+                  f"zero-variance groups {r.zero_variance_groups}/{r.groups} · "
+                  f"dominant failure modes: {', '.join(r.dominant) or 'none'}")
+    console.print(f"report: [bold]{run_dir_done / 'train' / 'report.md'}[/] and report.html")
+
+
+@app.command(name="eval")
+@user_errors
+def eval_(
+    policy: Annotated[str, typer.Option(help="smollm2 | tiny | a model or checkpoint dir")] = "smollm2",
+    domain: DomainOpt = "math",
+    split: Annotated[str, typer.Option(help="selection | test (sealed splits)")] = "selection",
+    limit: Annotated[int | None, typer.Option(help="evaluate only the first N tasks")] = None,
+    out: Annotated[Path | None, typer.Option(help="write the full result (per task) as JSON")] = None,
+    show: Annotated[int, typer.Option(help="per-task rows to print")] = 10,
+) -> None:
+    """Score a policy with the sealed evaluator: accuracy with a 95% bootstrap CI, per-task results."""
+    from meta_agent.domains import get_domain
+    from meta_agent.fsutil import atomic_write_text
+    from meta_agent.policy import resolve_policy
+
+    if split not in ("selection", "test"):
+        raise typer.BadParameter("--split must be selection or test")
+    path = resolve_policy(policy)
+    with console.status(f"evaluating {path.name} on {domain}/{split}"):
+        result = get_domain(domain).evaluate(path, split, limit=limit)  # type: ignore[arg-type]
+    table = Table("task", "correct", "detail")
+    for r in result.results[:show]:
+        table.add_row(r.task_id, "yes" if r.correct else "no", r.detail)
+    console.print(table)
+    s = result.score
+    console.print(f"[bold]{domain}/{split}[/]: accuracy {s.mean:.3f}  95% CI [{s.low:.3f}, {s.high:.3f}]  "
+                  f"n={s.n}  ({result.wall_time:.0f} s)")
+    if out:
+        atomic_write_text(out, result.model_dump_json(indent=2))
+
+
+@app.command()
+@user_errors
+def report(run_dir: Annotated[Path, typer.Argument(help="a run directory (or one training dir in it)")]) -> None:
+    """Re-render the rollout report(s) of a run from its files."""
+    from meta_agent.report.rerender import rerender
+
+    for path in rerender(run_dir.resolve()):
+        console.print(f"wrote {path}")
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except BrokenPipeError:
+        sys.exit(1)

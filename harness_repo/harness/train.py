@@ -1,0 +1,101 @@
+"""`python -m harness train`: GRPO on the training tasks with this harness's settings."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from datasets import Dataset
+from trl import GRPOConfig
+
+from harness.config import HarnessConfig, load_config
+from harness.curriculum import order_tasks
+from harness.domain import load_domain
+from harness.io import JsonlAppender, harness_commit, read_jsonl, write_json
+from harness.policy import load_policy as load
+from harness.policy import save_checkpoint, training_dtype
+from harness.trainer import HarnessGRPOTrainer, HarnessScorer, MetricsCallback
+
+
+def grpo_args(cfg: HarnessConfig, steps: int, seed: int, output_dir: str) -> GRPOConfig:
+    rl = cfg.rl
+    dtype = training_dtype(rl.precision)
+    return GRPOConfig(
+        output_dir=output_dir,
+        max_steps=steps,
+        per_device_train_batch_size=rl.num_generations * rl.prompts_per_step,
+        num_generations=rl.num_generations,
+        gradient_accumulation_steps=1,
+        max_completion_length=rl.max_completion_length,
+        learning_rate=rl.learning_rate,
+        temperature=rl.temperature,
+        top_p=rl.top_p,
+        beta=rl.beta,
+        epsilon=rl.epsilon,
+        epsilon_high=rl.epsilon_high,
+        loss_type=rl.loss_type,
+        scale_rewards=rl.scale_rewards,
+        mask_truncated_completions=rl.mask_truncated_completions,
+        # TRL defaults to bf16 and gradient checkpointing; both cost ~10x on CPUs without bf16 matmul.
+        bf16=dtype == torch.bfloat16,
+        fp16=dtype == torch.float16,
+        gradient_checkpointing=rl.gradient_checkpointing,
+        use_cpu=not torch.cuda.is_available(),
+        shuffle_dataset=False,  # the curriculum already ordered the tasks
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=seed,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+    )
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train(
+    policy: Path, steps: int, seed: int, out: Path, tasks_file: Path, history: Path | None, progress: bool
+) -> None:
+    started = time.monotonic()
+    cfg = load_config()
+    domain = load_domain(cfg.domain)
+    seed_everything(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = list(read_jsonl(tasks_file))
+    by_id = {t["id"]: t for t in tasks}
+    ordered = order_tasks(tasks, steps * cfg.rl.prompts_per_step, seed, cfg.curriculum, history)
+    dataset = Dataset.from_list([{"prompt": domain.build_messages(t), "task_id": t["id"]} for t in ordered])
+    model, tokenizer, base, peft_config = load(policy, cfg)
+    rollouts = JsonlAppender(out / "rollouts.jsonl")
+    metrics = JsonlAppender(out / "metrics.jsonl")
+    trainer_ref: list[HarnessGRPOTrainer] = []
+    with tempfile.TemporaryDirectory(prefix="grpo-") as scratch:
+        trainer = HarnessGRPOTrainer(
+            model=model,
+            args=grpo_args(cfg, steps, seed, scratch),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+            scorer=HarnessScorer(domain, cfg, by_id),
+            rollouts_out=rollouts,
+            callbacks=[MetricsCallback(metrics, trainer_ref, progress)],
+        )
+        trainer_ref.append(trainer)
+        trainer.train()
+    save_checkpoint(
+        trainer.model, tokenizer, out, base=base, steps=steps, seed=seed, parent=policy, commit=harness_commit()
+    )
+    rollouts.commit()
+    metrics.commit()
+    write_json(
+        out / "train_summary.json",
+        {"steps": steps, "seed": seed, "wall_time": time.monotonic() - started, "harness_commit": harness_commit()},
+    )

@@ -1,0 +1,135 @@
+"""TRL's GRPOTrainer with this harness's scoring, rollout filters and rollout records.
+
+One harness reward function computes every component (harness/scoring.py), so TRL
+sees their weighted sum; the filters then drop or down-weight rollouts before the
+loss, and every rollout of the step is written to rollouts.jsonl.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+from trl import GRPOTrainer
+
+from harness.config import HarnessConfig
+from harness.domain import DomainModule
+from harness.io import JsonlAppender, harness_commit, rollout_record
+from harness.rollout import Rollout, Scored
+from harness.scoring import score_batch
+
+
+def _text(message: Any) -> str:
+    """Completion or prompt text from TRL's conversational or plain format."""
+    if isinstance(message, list):
+        return str(message[-1]["content"]) if message else ""
+    return str(message)
+
+
+class HarnessScorer:
+    """The single reward function TRL calls; keeps the scored batch for the trainer."""
+
+    __name__ = "harness_reward"
+
+    def __init__(self, domain: DomainModule, cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> None:
+        self.domain, self.cfg, self.tasks = domain, cfg, tasks
+        self.eos_ids: set[int] = set()
+        self.pending: list[Scored] = []
+
+    def __call__(
+        self, prompts: list[Any], completions: list[Any], completion_ids: list[list[int]], **kw: Any
+    ) -> list[float]:
+        step = kw["trainer_state"].global_step + 1  # the optimizer step these rollouts feed
+        g = self.cfg.rl.num_generations
+        rollouts = []
+        for i, (prompt, completion, ids) in enumerate(zip(prompts, completions, completion_ids, strict=True)):
+            group = i // g
+            rollouts.append(
+                Rollout(
+                    rollout_id=f"s{step}-g{group}-{i % g}",
+                    task=self.tasks[kw["task_id"][i]],
+                    prompt=_text(prompt),
+                    completion=_text(completion),
+                    completion_tokens=len(ids),
+                    truncated=not ids or ids[-1] not in self.eos_ids,
+                    group_id=f"s{step}-g{group}",
+                    max_completion_length=self.cfg.rl.max_completion_length,
+                )
+            )
+        self.pending = score_batch(self.domain, self.cfg, rollouts)
+        return [s.reward for s in self.pending]
+
+
+class HarnessGRPOTrainer(GRPOTrainer):
+    def __init__(self, *args: Any, scorer: HarnessScorer, rollouts_out: JsonlAppender, **kw: Any) -> None:
+        super().__init__(*args, reward_funcs=[scorer], **kw)
+        self.scorer = scorer
+        self.scorer.eos_ids = set(self.eos_token_ids) | {self._tokenizer.pad_token_id}
+        self.rollouts_out = rollouts_out
+        self.kept_frac: list[float] = []
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = super()._generate_and_score_completions(inputs)
+        scored = self.scorer.pending
+        weights = torch.tensor([s.weight for s in scored], dtype=out["advantages"].dtype)
+        out["advantages"] = out["advantages"] * weights
+        keep = (weights > 0).to(out["completion_mask"].dtype).unsqueeze(1)
+        out["completion_mask"] = out["completion_mask"] * keep
+        loss_mask = out["completion_mask"] * out.get("tool_mask", 1)
+        out["num_items_in_batch"] = loss_mask.sum()
+        self.kept_frac.append(float((weights > 0).float().mean()))
+        prompt_lens = out["prompt_mask"].sum(dim=1).tolist()
+        for s, plen in zip(scored, prompt_lens, strict=True):
+            r = s.rollout
+            self.rollouts_out.write(
+                rollout_record(
+                    rollout_id=r.rollout_id, step=self.state.global_step + 1, task_id=r.task["id"],
+                    group_id=r.group_id, prompt=r.prompt, completion=r.completion, rewards=s.rewards,
+                    reward=s.reward, advantage=s.advantage, weight=s.weight, prompt_tokens=int(plen),
+                    completion_tokens=r.completion_tokens, truncated=r.truncated, labels=s.labels,
+                    harness_commit=harness_commit(), extra=r.extra,
+                )
+            )
+        self.rollouts_out.flush()
+        return out
+
+
+class MetricsCallback(TrainerCallback):
+    """Turns TRL's per-step log into metrics.jsonl records (see meta-agent's contract)."""
+
+    def __init__(self, sink: JsonlAppender, trainer_ref: list[HarnessGRPOTrainer], progress: bool) -> None:
+        self.sink, self.trainer_ref, self.progress = sink, trainer_ref, progress
+        self.last = time.monotonic()
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
+        if not logs or "reward" not in logs:
+            return
+        now = time.monotonic()
+        kept = self.trainer_ref[0].kept_frac
+        record = {
+            "step": int(state.global_step),
+            "reward_mean": logs.get("reward"),
+            "reward_std": logs.get("reward_std"),
+            "kl": logs.get("kl"),
+            "entropy": logs.get("entropy"),
+            "completion_length_mean": logs.get("completions/mean_length"),
+            "truncation_rate": logs.get("completions/clipped_ratio"),
+            "zero_variance_frac": logs.get("frac_reward_zero_std"),
+            "clip_ratio": logs.get("clip_ratio/region_mean"),
+            "kept_frac": sum(kept) / len(kept) if kept else None,
+            "loss": logs.get("loss"),
+            "learning_rate": logs.get("learning_rate"),
+            "wall_time": now - self.last,
+        }
+        kept.clear()
+        self.last = now
+        self.sink.write(record)
+        self.sink.flush()
+        if self.progress:
+            print(
+                f"step {record['step']}/{state.max_steps} reward={record['reward_mean'] or 0:.3f} "
+                f"len={record['completion_length_mean'] or 0:.1f} {record['wall_time']:.1f}s",
+                flush=True,
+            )

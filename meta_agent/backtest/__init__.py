@@ -1,0 +1,1 @@
+"""Backtest cascade (static -> replay -> train) and the statistics behind the promotion gate."""

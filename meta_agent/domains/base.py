@@ -1,0 +1,53 @@
+"""The Domain protocol and the typed results of a sealed evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from meta_agent.backtest.stats import Interval
+from meta_agent.contract import Task
+
+Split = Literal["train", "selection", "test"]
+SEALED_SPLITS: tuple[Split, ...] = ("selection", "test")
+"""Never written into a harness sandbox; only meta-agent's evaluator reads them."""
+
+
+class TaskResult(BaseModel):
+    task_id: str
+    correct: bool
+    score: float = Field(description="1.0/0.0 for pass/fail domains; partial credit where defined")
+    completion: str = ""
+    detail: str = ""
+
+
+class EvalResult(BaseModel):
+    domain: str
+    split: Split
+    policy: str
+    score: Interval
+    results: list[TaskResult]
+    wall_time: float
+
+    def per_task(self) -> dict[str, float]:
+        return {r.task_id: r.score for r in self.results}
+
+
+class Domain(Protocol):
+    """Task source + sealed verifier + fixed evaluation protocol for one kind of task."""
+
+    name: str
+
+    def tasks(self, split: Split) -> list[Task]:
+        """The tasks of a split; deterministic across calls and machines."""
+        ...
+
+    def verify(self, task: Task, completion: str) -> bool:
+        """The sealed verifier's verdict on one completion (used to label training rollouts)."""
+        ...
+
+    def evaluate(self, policy: Path, split: Split, *, limit: int | None = None) -> EvalResult:
+        """The fixed evaluation protocol on a split (greedy, fixed prompt and extraction)."""
+        ...

@@ -1,0 +1,135 @@
+"""Math domain: reasoning-gym arithmetic and word problems at four difficulty levels.
+
+Splits come from disjoint generator seeds, and a sealed split drops any question
+that also occurs in an earlier split, so held-out tasks are never copies of
+training ones. The sealed verifier and evaluation protocol live only here.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from meta_agent.backtest.stats import bootstrap_ci
+from meta_agent.contract import Task
+from meta_agent.domains.base import EvalResult, Split, TaskResult
+
+# (level, reasoning-gym dataset, config overrides, share of each split)
+LEVELS: list[tuple[int, str, dict[str, Any], float]] = [
+    (1, "chain_sum", {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}, 0.35),
+    (2, "chain_sum", {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 2}, 0.3),
+    (3, "basic_arithmetic", {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 2,
+                             "operators": ["+", "-", "*"]}, 0.25),
+    (4, "gsm_symbolic", {}, 0.1),
+]
+SPLIT_SEEDS: dict[Split, int] = {"train": 1_000, "selection": 2_000, "test": 3_000}
+EVAL_SYSTEM = "You are a careful calculator. Solve the problem and finish with a line 'Answer: <number>'."
+_ANSWER_LINE = re.compile(r"answer\s*[:=]\s*\$?(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+class MathSettings(BaseModel):
+    train_size: int = Field(256, ge=1, description="training tasks written into the harness sandbox")
+    selection_size: int = Field(60, ge=1, description="sealed tasks for backtests and promotion decisions")
+    test_size: int = Field(100, ge=1, description="sealed tasks evaluated once at the end of a run")
+    eval_max_new_tokens: int = Field(48, ge=1, description="greedy tokens per evaluation answer")
+    eval_batch_size: int = Field(16, ge=1)
+
+
+def extract_answer(completion: str) -> str | None:
+    """The evaluation protocol's answer: the last 'Answer: N' line, else the last number."""
+    found = _ANSWER_LINE.findall(completion) or _NUMBER.findall(completion)
+    return found[-1].replace(",", "") if found else None
+
+
+def answers_match(predicted: str | None, gold: str) -> bool:
+    if predicted is None:
+        return False
+    from math_verify import ExprExtractionConfig, parse, verify
+
+    cfg = [ExprExtractionConfig()]
+    return bool(verify(parse(gold, extraction_config=cfg), parse(predicted, extraction_config=cfg)))
+
+
+def _generate(level: int, dataset: str, overrides: dict[str, Any], size: int, seed: int) -> list[Task]:
+    import reasoning_gym
+
+    ds = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **overrides)
+    return [
+        Task(
+            id=f"{dataset}-L{level}-s{seed}-{i}",
+            prompt=entry["question"],
+            answer=str(entry["answer"]),
+            difficulty=level,
+            source=dataset,
+        )
+        for i, entry in enumerate(ds)
+    ]
+
+
+class MathDomain:
+    name = "math"
+
+    def __init__(self, settings: MathSettings | None = None) -> None:
+        self.settings = settings or MathSettings()
+        self._cache: dict[Split, list[Task]] = {}
+
+    def _size(self, split: Split) -> int:
+        return {"train": self.settings.train_size, "selection": self.settings.selection_size,
+                "test": self.settings.test_size}[split]
+
+    def tasks(self, split: Split) -> list[Task]:
+        if split not in self._cache:
+            earlier: set[str] = set()
+            for prior in SPLIT_SEEDS:
+                if prior == split:
+                    break
+                earlier |= {t.prompt for t in self.tasks(prior)}
+            self._cache[split] = self._build(split, earlier)
+        return self._cache[split]
+
+    def _build(self, split: Split, exclude: set[str]) -> list[Task]:
+        total = self._size(split)
+        out: list[Task] = []
+        for level, dataset, overrides, share in LEVELS:
+            want = max(1, round(total * share)) if level < len(LEVELS) else total - len(out)
+            # Over-generate so that dropping duplicates of earlier splits still fills the quota.
+            pool = _generate(level, dataset, overrides, want * 3 + 10, SPLIT_SEEDS[split] + level)
+            seen: set[str] = set()
+            picked = []
+            for t in pool:
+                if t.prompt not in exclude and t.prompt not in seen:
+                    seen.add(t.prompt)
+                    picked.append(t)
+                if len(picked) == want:
+                    break
+            out.extend(picked)
+        return out[:total]
+
+    def verify(self, task: Task, completion: str) -> bool:
+        return answers_match(extract_answer(completion), task.answer)
+
+    def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
+                 on_progress: Any = None) -> EvalResult:
+        from meta_agent.generation import greedy_chat
+        from meta_agent.policy import load_for_inference
+
+        started = time.monotonic()
+        tasks = self.tasks(split)[:limit]
+        model, tok = load_for_inference(policy, root)
+        convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
+        completions = greedy_chat(model, tok, convs, max_new_tokens=self.settings.eval_max_new_tokens,
+                                  batch_size=self.settings.eval_batch_size, on_batch=on_progress)
+        results = []
+        for t, c in zip(tasks, completions, strict=True):
+            predicted = extract_answer(c)
+            ok = answers_match(predicted, t.answer)
+            results.append(TaskResult(task_id=t.id, correct=ok, score=float(ok), completion=c,
+                                      detail=f"predicted {predicted!r}, expected {t.answer!r}"))
+        return EvalResult(domain=self.name, split=split, policy=str(policy),
+                          score=bootstrap_ci([r.score for r in results]), results=results,
+                          wall_time=time.monotonic() - started)

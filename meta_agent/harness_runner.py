@@ -1,0 +1,179 @@
+"""Runs the harness verbs (`python -m harness ...`) inside a sandbox and validates what comes back.
+
+This is the only way meta-agent executes harness code. A session is opened on an
+exported checkout of one harness commit; it sees the run's model cache and inputs
+read-only and exactly one output directory read-write. Sealed splits never exist
+as files it could see.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from meta_agent.contract import (
+    CheckpointManifest,
+    ContractError,
+    DiagnoseRecord,
+    MetricsRecord,
+    ReplayRecord,
+    RolloutRecord,
+    TrainSummary,
+    read_json,
+    read_jsonl,
+)
+from sandboxes import Limits, Mount, RunResult, Sandbox, Session
+
+R = TypeVar("R", ReplayRecord, DiagnoseRecord)
+
+
+class HarnessError(RuntimeError):
+    """The harness failed (crashed, timed out, ran out of memory, or wrote invalid output)."""
+
+    def __init__(self, verb: str, reason: str) -> None:
+        super().__init__(f"harness {verb} failed: {reason}")
+        self.verb = verb
+        self.reason = reason
+
+
+@dataclass
+class TrainOutput:
+    out_dir: Path
+    rollouts: list[RolloutRecord]
+    metrics: list[MetricsRecord]
+    manifest: CheckpointManifest
+    summary: TrainSummary
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out_dir / "checkpoint"
+
+
+@contextmanager
+def _watch_steps(path: Path, on_step: Callable[[int], None] | None) -> Iterator[None]:
+    """Report how many metric lines the harness has written so far (progress for long runs)."""
+    if on_step is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        seen = 0
+        while not stop.wait(0.5):
+            try:
+                lines = path.read_bytes().count(b"\n")
+            except OSError:
+                continue
+            if lines != seen:
+                seen = lines
+                on_step(lines)
+
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+
+
+class HarnessRunner:
+    """One sandbox session on one exported harness commit."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        workdir: Path,
+        *,
+        commit: str,
+        readable: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
+        limits: Limits = Limits(),
+    ) -> None:
+        for w in writable:
+            w.mkdir(parents=True, exist_ok=True)
+        mounts = [Mount(p.resolve()) for p in readable] + [Mount(p.resolve(), read_only=False) for p in writable]
+        self.commit = commit
+        self.session: Session = sandbox.open(workdir.resolve(), mounts=mounts, limits=limits)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> HarnessRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, verb: str, args: Sequence[str], timeout: float | None = None) -> RunResult:
+        result = self.session.run(
+            [sys.executable, "-m", "harness", verb, *args],
+            timeout=timeout,
+            env={"HARNESS_COMMIT": self.commit},
+        )
+        if not result.ok:
+            raise HarnessError(verb, result.describe_failure())
+        return result
+
+    def selftest(self, timeout: float = 600) -> RunResult:
+        return self._run("selftest", [], timeout)
+
+    def train(
+        self,
+        *,
+        policy: Path,
+        steps: int,
+        seed: int,
+        out: Path,
+        tasks: Path,
+        history: Path | None = None,
+        timeout: float | None = None,
+        on_step: Callable[[int], None] | None = None,
+    ) -> TrainOutput:
+        args = ["--policy", str(policy), "--steps", str(steps), "--seed", str(seed), "--out", str(out),
+                "--tasks", str(tasks), "--progress"]
+        if history is not None:
+            args += ["--history", str(history)]
+        with _watch_steps(out / "metrics.jsonl.partial", on_step):
+            self._run("train", args, timeout)
+        try:
+            output = TrainOutput(
+                out_dir=out,
+                rollouts=read_jsonl(out / "rollouts.jsonl", RolloutRecord),
+                metrics=read_jsonl(out / "metrics.jsonl", MetricsRecord),
+                manifest=read_json(out / "checkpoint" / "manifest.json", CheckpointManifest),
+                summary=read_json(out / "train_summary.json", TrainSummary),
+            )
+        except ContractError as e:
+            raise HarnessError("train", f"invalid output: {e}") from e
+        if len(output.metrics) != steps:
+            raise HarnessError("train", f"wrote metrics for {len(output.metrics)} steps, {steps} were asked for")
+        if not output.rollouts:
+            raise HarnessError("train", "wrote no rollouts")
+        return output
+
+    def replay(self, *, rollouts: Path, tasks: Path, out: Path, timeout: float | None = None) -> list[ReplayRecord]:
+        self._run("replay", ["--rollouts", str(rollouts), "--tasks", str(tasks), "--out", str(out)], timeout)
+        return self._read("replay", out, ReplayRecord, rollouts)
+
+    def diagnose(
+        self, *, rollouts: Path, tasks: Path, out: Path, timeout: float | None = None
+    ) -> list[DiagnoseRecord]:
+        self._run("diagnose", ["--rollouts", str(rollouts), "--tasks", str(tasks), "--out", str(out)], timeout)
+        return self._read("diagnose", out, DiagnoseRecord, rollouts)
+
+    def _read(self, verb: str, out: Path, model: type[R], source: Path) -> list[R]:
+        try:
+            records = read_jsonl(out, model)
+        except ContractError as e:
+            raise HarnessError(verb, f"invalid output: {e}") from e
+        expected = {r.rollout_id for r in read_jsonl(source, RolloutRecord)}
+        got = [r.rollout_id for r in records]
+        if len(got) != len(expected) or set(got) != expected:
+            raise HarnessError(verb, f"{out} covers {len(set(got))} rollouts, the input has {len(expected)}")
+        return records

@@ -1,0 +1,1 @@
+"""Rollout reports (what the policy did and how it failed) and lineage views."""

@@ -1,0 +1,72 @@
+"""`meta-agent rollout`: train N steps under a harness in a sandbox and write a rollout report."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from meta_agent.config import RolloutConfig
+from meta_agent.domains import Domain
+from meta_agent.domains.math import MathDomain
+from meta_agent.gitops import init_harness, open_harness
+from meta_agent.policy import resolve_policy
+from meta_agent.report.render import write_report
+from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
+from meta_agent.training import TrainedRun, train_commit, write_train_tasks
+from sandboxes import get_backend
+
+
+def make_domain(name: str, cfg: RolloutConfig) -> Domain:
+    if name == "math":
+        return MathDomain(cfg.math)
+    from meta_agent.domains import get_domain
+
+    return get_domain(name)
+
+
+def step_progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
+    )
+
+
+def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]:
+    run_dir = (cfg.run_dir or default_run_dir("rollout", cfg.domain)).resolve()
+    if (run_dir / "train" / "report.json").exists():
+        raise FileExistsError(f"{run_dir} already holds a finished rollout; pass a new --run-dir")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.harness is None:
+        harness_dir = run_dir / "harness"
+        repo = open_harness(harness_dir) if (harness_dir / ".git").exists() else init_harness(harness_dir, cfg.domain)
+    else:
+        repo = open_harness(cfg.harness.resolve())
+    commit = repo.head.commit.hexsha
+    console.print(f"[bold]harness[/] {repo.working_dir} @ {commit[:12]}")
+    with console.status("preparing the policy (first use converts SmolLM2 once, ~20 s)"):
+        policy = resolve_policy(cfg.policy)
+    domain = make_domain(cfg.domain, cfg)
+    sandbox = get_backend(cfg.sandbox.backend)
+    console.print(f"[bold]policy[/] {policy}  [bold]sandbox[/] {sandbox.name}")
+    write_run_info(run_dir, RunInfo(command="rollout", domain=cfg.domain, harness=str(repo.working_dir),
+                                    policy=str(policy), created=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                    settings=cfg.model_dump(mode="json")))
+    tasks_file = write_train_tasks(domain, run_dir / "inputs")
+    out_dir = run_dir / "train"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)  # an interrupted earlier attempt: start the training over
+    with step_progress(console) as progress:
+        bar = progress.add_task(f"GRPO steps ({cfg.domain})", total=cfg.steps)
+        trained = train_commit(
+            repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=cfg.sandbox.limits(),
+            policy=policy, root_policy=policy, steps=cfg.steps, seed=cfg.seed, work_dir=run_dir / "work",
+            out_dir=out_dir, tasks_file=tasks_file, train_timeout=cfg.sandbox.train_timeout_s,
+            on_step=lambda n: progress.update(bar, completed=n),
+        )
+        progress.update(bar, completed=cfg.steps)
+    write_report(trained.report, out_dir)
+    return run_dir, trained

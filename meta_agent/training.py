@@ -1,0 +1,102 @@
+"""One sandboxed training run of a harness commit, labelled by the sealed verifier and diagnostics.
+
+Used by `meta-agent rollout` and by every train step of the evolve loop:
+export the commit -> `harness train` -> mark each rollout with the sealed verifier's
+verdict -> `harness diagnose` for the final labels -> RolloutReport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from meta_agent.contract import DiagnoseRecord, RolloutRecord, Task, read_jsonl, write_jsonl
+from meta_agent.domains import Domain
+from meta_agent.gitops import export_tree
+from meta_agent.harness_runner import HarnessRunner, TrainOutput
+from meta_agent.policy import base_model_of
+from meta_agent.report.rollout_report import RolloutReport, build_report
+from sandboxes import Limits, Sandbox
+
+TRAIN_TASKS = "train_tasks.jsonl"
+VERIFIED = "rollouts.verified.jsonl"
+DIAGNOSE = "diagnose.jsonl"
+
+
+@dataclass
+class TrainedRun:
+    output: TrainOutput
+    rollouts: list[RolloutRecord]
+    """With `verified` and the final diagnostic labels."""
+    report: RolloutReport
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.output.checkpoint
+
+
+def write_train_tasks(domain: Domain, inputs_dir: Path) -> Path:
+    """The only split that ever reaches a harness sandbox."""
+    path = inputs_dir / TRAIN_TASKS
+    if not path.is_file():
+        write_jsonl(path, domain.tasks("train"))
+    return path
+
+
+def policy_mounts(policy: Path) -> list[Path]:
+    """Directories a policy needs readable: itself and, for a LoRA checkpoint, its base model."""
+    base = base_model_of(policy)
+    return sorted({policy.resolve(), base.resolve()})
+
+
+def label_rollouts(domain: Domain, rollouts: list[RolloutRecord], tasks: dict[str, Task]) -> list[RolloutRecord]:
+    """Copy of the rollouts with the sealed verifier's verdict filled in."""
+    return [r.model_copy(update={"verified": domain.verify(tasks[r.task_id], r.completion)}) for r in rollouts]
+
+
+def load_labelled(out_dir: Path) -> list[RolloutRecord]:
+    """A finished training dir's rollouts with verifier verdicts and the labels `diagnose` gave them."""
+    labels = {d.rollout_id: d.labels for d in read_jsonl(out_dir / DIAGNOSE, DiagnoseRecord)}
+    return [r.model_copy(update={"labels": labels.get(r.rollout_id, r.labels)})
+            for r in read_jsonl(out_dir / VERIFIED, RolloutRecord)]
+
+
+def train_commit(
+    *,
+    repo: git.Repo,
+    commit: str,
+    domain: Domain,
+    sandbox: Sandbox,
+    limits: Limits,
+    policy: Path,
+    root_policy: Path,
+    steps: int,
+    seed: int,
+    work_dir: Path,
+    out_dir: Path,
+    tasks_file: Path,
+    history: Path | None = None,
+    train_timeout: float | None = None,
+    on_step: Callable[[int], None] | None = None,
+) -> TrainedRun:
+    """Train `policy` for `steps` under harness@commit; all harness code runs in `sandbox`."""
+    workdir = export_tree(repo, commit, work_dir)
+    readable = [tasks_file.parent, *policy_mounts(policy)]
+    if history is not None:
+        readable.append(history.parent)
+    tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
+    with HarnessRunner(sandbox, workdir, commit=commit, readable=readable, writable=[out_dir],
+                       limits=limits) as runner:
+        output = runner.train(policy=policy, steps=steps, seed=seed, out=out_dir, tasks=tasks_file,
+                              history=history, timeout=train_timeout, on_step=on_step)
+        verified = label_rollouts(domain, output.rollouts, tasks)
+        verified_file = out_dir / VERIFIED
+        write_jsonl(verified_file, verified)
+        runner.diagnose(rollouts=verified_file, tasks=tasks_file, out=out_dir / DIAGNOSE)
+    final = load_labelled(out_dir)
+    report = build_report(domain=domain.name, policy=str(root_policy), rollouts=final, metrics=output.metrics,
+                          tasks=tasks, train_wall_time=output.summary.wall_time)
+    return TrainedRun(output=output, rollouts=final, report=report)
