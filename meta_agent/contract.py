@@ -58,7 +58,7 @@ class RolloutRecord(_Strict):
     reward: Finite
     """Weighted total the policy was trained on."""
     advantage: Finite
-    weight: Finite = Field(ge=0)
+    weight: Finite = Field(1.0, ge=0)
     """Filter weight: 0 = dropped from the loss."""
     prompt_tokens: int = Field(ge=0)
     completion_tokens: int = Field(ge=0)
@@ -114,7 +114,7 @@ class ReplayRecord(_Strict):
     rewards: dict[str, Finite]
     reward: Finite
     advantage: Finite
-    weight: Finite = Field(ge=0)
+    weight: Finite = Field(1.0, ge=0)
     labels: list[Label]
 
 

