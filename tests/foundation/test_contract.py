@@ -42,7 +42,8 @@ def test_bad_field_is_named_with_file_and_line(tmp_path: Path, change: dict[str,
 
 
 def test_nan_is_rejected(tmp_path: Path) -> None:
-    path = _write(tmp_path / "rollouts.jsonl", json.dumps({**GOOD, "reward": 0}).replace('"reward": 0', '"reward": NaN'))
+    line = json.dumps({**GOOD, "reward": 0}).replace('"reward": 0', '"reward": NaN')
+    path = _write(tmp_path / "rollouts.jsonl", line)
     with pytest.raises(ContractError, match=":1: field reward"):
         read_jsonl(path, RolloutRecord)
 
@@ -54,5 +55,5 @@ def test_broken_json_names_the_line(tmp_path: Path) -> None:
 
 def test_a_partial_file_is_never_taken_for_a_finished_one(tmp_path: Path) -> None:
     _write(tmp_path / "rollouts.jsonl.partial", GOOD)
-    with pytest.raises(ContractError, match="only a .partial file exists"):
+    with pytest.raises(ContractError, match=r"only a \.partial file exists"):
         read_jsonl(tmp_path / "rollouts.jsonl", RolloutRecord)

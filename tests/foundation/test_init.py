@@ -38,5 +38,5 @@ def test_init_rejects_an_unknown_domain(tmp_path: Path) -> None:
 
 def test_a_plain_directory_is_not_accepted_as_harness(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
-    with pytest.raises(GitOpsError, match="not a git repository.*meta-agent init"):
+    with pytest.raises(GitOpsError, match=r"not a git repository.*meta-agent init"):
         open_harness(tmp_path / "plain")

@@ -83,7 +83,9 @@ def test_diagnose_flags_each_failure_mode_and_leaves_clean_rollouts_alone(
 ) -> None:
     data = tmp_path / "data"
     write_jsonl(data / "tasks.jsonl", [TASK])
-    records = [_record(rid, g, c, reward=rw, verified=v, truncated=t) for rid, (g, c, rw, v, t, _) in HAND_BUILT.items()]
+    records = [
+        _record(rid, g, c, reward=rw, verified=v, truncated=t) for rid, (g, c, rw, v, t, _) in HAND_BUILT.items()
+    ]
     write_jsonl(data / "rollouts.jsonl", records)
     with _runner(sandbox, math_harness, math_harness.head.commit.hexsha, tmp_path, data) as h:
         diag = {d.rollout_id: d.labels for d in h.diagnose(rollouts=data / "rollouts.jsonl",
