@@ -94,3 +94,130 @@ def export_tree(repo: git.Repo, commit: str, dest: Path) -> Path:
     with tarfile.open(fileobj=buf) as tar:
         tar.extractall(dest, filter="data")
     return dest
+
+
+# ---- candidate branches, merges and notes (the evolve loop) -------------------------------------------------
+
+PROTECTED_PATHS = ("harness/__main__.py", "harness/io.py")
+"""Files no candidate may change: the entry-point signatures and the boundary adapter."""
+NOTES_REF = "refs/notes/commits"
+
+
+def format_message(title: str, body: str = "", trailers: dict[str, str] | None = None) -> str:
+    """A commit message with git trailers (`Key: value` lines in the last paragraph)."""
+    parts = [title.strip()]
+    if body.strip():
+        parts.append(body.strip())
+    if trailers:
+        parts.append("\n".join(f"{k}: {' '.join(str(v).split())}" for k, v in trailers.items()))
+    return "\n\n".join(parts) + "\n"
+
+
+def trailers(repo: git.Repo, commit: str) -> dict[str, str]:
+    """The trailers of a commit, parsed by git itself."""
+    out = repo.git.log("-1", "--format=%(trailers:only,unfold)", commit)
+    result: dict[str, str] = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            result[key.strip()] = value.strip()
+    return result
+
+
+def _env(when: str | None) -> dict[str, str]:
+    env = {"GIT_AUTHOR_NAME": AUTHOR.name or "", "GIT_AUTHOR_EMAIL": AUTHOR.email or "",
+           "GIT_COMMITTER_NAME": AUTHOR.name or "", "GIT_COMMITTER_EMAIL": AUTHOR.email or ""}
+    if when:
+        env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
+    return env
+
+
+def commit_dir(repo: git.Repo, src: Path, parent: str, branch: str, message: str, when: str | None = None) -> str:
+    """Commit the files of `src` (a plain directory, e.g. a sandbox workdir) as a child of `parent` on `branch`.
+
+    Uses a private index and `--work-tree`, so neither the user's checkout nor their index is touched;
+    `.git` entries in `src` are ignored. Returns the new commit (the parent itself if nothing changed).
+    """
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**_env(when), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        g = repo.git
+        with g.custom_environment(**env):
+            g.read_tree(parent)
+            g.execute(["git", f"--work-tree={src}", "add", "-A", "--", "."], with_extended_output=False)
+            tree = g.write_tree()
+            if tree == repo.commit(parent).tree.hexsha:
+                commit = parent
+            else:
+                commit = g.commit_tree(tree, "-p", parent, "-m", message)
+    repo.git.update_ref(f"refs/heads/{branch}", commit)
+    return commit
+
+
+def changed_paths(repo: git.Repo, base: str, head: str) -> list[str]:
+    return [p for p in repo.git.diff("--name-only", base, head).splitlines() if p]
+
+
+def touched_protected(repo: git.Repo, base: str, head: str) -> list[str]:
+    return [p for p in changed_paths(repo, base, head) if p in PROTECTED_PATHS]
+
+
+class MergeConflict(GitOpsError):
+    """The candidate no longer merges cleanly into main."""
+
+
+def merge_no_ff(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None) -> str:
+    """Merge `branch` into `target` with a merge commit, without any working tree.
+
+    `git merge-tree --write-tree` computes the result; the ref moves with a compare-and-swap
+    `update-ref`, so `target` is either the old commit or the finished merge, never mid-merge.
+    """
+    old = repo.commit(target).hexsha
+    try:
+        tree = repo.git.merge_tree("--write-tree", old, branch).splitlines()[0]
+    except git.GitCommandError as e:
+        raise MergeConflict(f"{branch} conflicts with {target}: {e.stdout.strip()[:400]}") from e
+    with repo.git.custom_environment(**_env(when)):
+        merge = repo.git.commit_tree(tree, "-p", old, "-p", repo.commit(branch).hexsha, "-m", message)
+    follow = _checkout_follows(repo, target)
+    repo.git.update_ref(f"refs/heads/{target}", merge, old)
+    if follow:
+        # Two-tree read-tree is git's own fast-forward of index and files; it refuses to clobber changes.
+        repo.git.read_tree("-m", "-u", old, merge)
+    return merge
+
+
+def _checkout_follows(repo: git.Repo, branch: str) -> bool:
+    """The user's checkout is on `branch` and clean, so its files can move along with the branch."""
+    if repo.bare or repo.head.is_detached or repo.active_branch.name != branch:
+        return False
+    return not repo.is_dirty(untracked_files=False)
+
+
+def is_merged(repo: git.Repo, commit: str, target: str = "main") -> bool:
+    try:
+        repo.git.merge_base("--is-ancestor", commit, target)
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def add_note(repo: git.Repo, commit: str, text: str) -> None:
+    """Attach (or replace) the meta-agent note on a commit: `git notes show <commit>` prints it."""
+    with repo.git.custom_environment(**_env(None)):
+        repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+
+
+def read_note(repo: git.Repo, commit: str) -> str | None:
+    try:
+        return str(repo.git.notes("--ref", NOTES_REF, "show", commit))
+    except git.GitCommandError:
+        return None
+
+
+def branches(repo: git.Repo, prefix: str) -> dict[str, str]:
+    """branch name -> head commit, for branches under `prefix` (e.g. cand/<run>/)."""
+    out = repo.git.for_each_ref("--format=%(refname:short) %(objectname)", f"refs/heads/{prefix}")
+    return dict(line.split(" ", 1) for line in out.splitlines() if line)

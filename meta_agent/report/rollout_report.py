@@ -56,6 +56,7 @@ class RolloutReport(BaseModel):
     mean_completion_tokens: float
     total_tokens: int
     train_wall_time: float
+    entropy_change: float | None = Field(description="relative change of policy entropy, first to last step")
     curves: list[MetricsRecord]
     labels: list[LabelStat]
     dominant: list[str] = Field(description="labels on >= 20% of rollouts, most frequent first")
@@ -76,6 +77,13 @@ def _clip(text: str) -> str:
 def _exemplar(r: RolloutRecord) -> Exemplar:
     return Exemplar(rollout_id=r.rollout_id, task_id=r.task_id, reward=r.reward, verified=r.verified,
                     labels=r.labels, prompt=_clip(r.prompt), completion=_clip(r.completion))
+
+
+def _entropy_change(metrics: list[MetricsRecord]) -> float | None:
+    values = [m.entropy for m in metrics if m.entropy is not None]
+    if len(values) < 2 or values[0] == 0:
+        return None
+    return (values[-1] - values[0]) / abs(values[0])
 
 
 def build_report(
@@ -127,6 +135,7 @@ def build_report(
         mean_completion_tokens=_mean([r.completion_tokens for r in rollouts]),
         total_tokens=sum(r.prompt_tokens + r.completion_tokens for r in rollouts),
         train_wall_time=train_wall_time,
+        entropy_change=_entropy_change(metrics),
         curves=metrics,
         labels=labels,
         dominant=[s.label for s in labels if s.share >= DOMINANT_SHARE],

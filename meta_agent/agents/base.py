@@ -1,0 +1,81 @@
+"""The Proposer protocol and the typed hypothesis it yields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from meta_agent.report.rollout_report import RolloutReport
+from meta_agent.skills.store import SkillSet
+from sandboxes import Session
+
+
+class PredictedEffect(BaseModel):
+    metric: str = Field(description="a report metric or label, e.g. zero_variance_frac, selection_accuracy")
+    direction: Literal["up", "down"]
+
+
+class Hypothesis(BaseModel):
+    """One diagnosed failure mode and the intervention meant to fix it."""
+
+    title: str = Field(max_length=100, description="one line; becomes the commit title")
+    failure_mode: str = Field(description="the diagnostic label or metric the hypothesis is about")
+    evidence: str = Field(description="numbers from the report and example rollout ids")
+    evidence_rollouts: list[str] = Field(default_factory=list)
+    intervention: str = Field(description="what to change in the harness, concretely")
+    kind: Literal["validity", "performance"] = Field(
+        description="validity: closes a reward hole or adds a diagnostic (replay evidence suffices); "
+        "performance: shaping, filters, curriculum, RL settings (needs the train stage)"
+    )
+    predicted_effects: list[PredictedEffect] = Field(default_factory=list)
+    skills_used: list[str] = Field(default_factory=list)
+    new_labels: list[str] = Field(default_factory=list, description="diagnostic labels the change adds")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def predicted_text(self) -> str:
+        return ", ".join(f"{e.metric} {e.direction}" for e in self.predicted_effects) or "unspecified"
+
+
+class Implementation(BaseModel):
+    ok: bool
+    summary: str = ""
+    reason: str = Field("", description="why the proposer gave up, when ok is False")
+
+
+@dataclass
+class ProposalContext:
+    run_id: str
+    generation: int
+    domain: str
+    report: RolloutReport
+    harness_dir: Path
+    """A read-only export of main at this generation."""
+    skills: SkillSet
+    seed: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Earlier candidates of this run: hypothesis title, skills, verdict, stage."""
+
+
+@dataclass
+class Workspace:
+    """Where a proposer implements one hypothesis: an editable export of main inside a sandbox session."""
+
+    path: Path
+    session: Session
+    kit_dir: Path
+    """Holds skillkit.py (mounted read-only in the session)."""
+
+
+class Proposer(Protocol):
+    name: str
+
+    def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
+        """Up to k hypotheses for this generation, best first."""
+        ...
+
+    def implement(self, hypothesis: Hypothesis, workspace: Workspace) -> Implementation:
+        """Edit the files in `workspace.path` (only through `workspace.session`)."""
+        ...

@@ -1,0 +1,1 @@
+"""Skills: markdown + code interventions with evidence, shared across runs and projects."""

@@ -1,0 +1,76 @@
+"""The SKILL.md front matter: what a skill is for, when it triggers, and the evidence behind it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SKILL_FILE = "SKILL.md"
+DomainTag = Literal["math", "code", "swe", "*"]
+APPLY_FILE = "apply.py"
+
+
+class Trigger(BaseModel):
+    """A report condition that suggests the skill: a diagnostic label's share, or a metric bound."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: str | None = Field(None, description="diagnostic label, e.g. zero_variance_group")
+    min_share: float = Field(0.2, ge=0, le=1, description="label must be on at least this share of rollouts")
+    metric: str | None = Field(None, description="RolloutReport field, e.g. truncation_rate")
+    above: float | None = None
+    below: float | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Trigger:
+        if (self.label is None) == (self.metric is None):
+            raise ValueError("a trigger names exactly one of `label` or `metric`")
+        if self.metric is not None and self.above is None and self.below is None:
+            raise ValueError(f"metric trigger {self.metric!r} needs `above` or `below`")
+        return self
+
+    def describe(self) -> str:
+        if self.label:
+            return f"label {self.label} on >= {self.min_share:.0%} of rollouts"
+        bound = f"> {self.above}" if self.above is not None else f"< {self.below}"
+        return f"{self.metric} {bound}"
+
+
+class Evidence(BaseModel):
+    """One application of the skill and what the backtest measured."""
+
+    model_config = ConfigDict(extra="forbid")
+    run: str
+    harness_repo: str
+    commit: str
+    domain: str
+    metric: str
+    delta: float | None = None
+    ci: list[float] | None = Field(None, description="[low, high] of the paired 95% CI of delta")
+    verdict: Literal["promoted", "rejected"]
+    stage: str = Field("", description="where a rejection happened: static, replay, train, gate")
+    date: str
+
+    @property
+    def won(self) -> bool:
+        return self.verdict == "promoted"
+
+
+class SkillMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{1,63}$")
+    description: str = Field(min_length=10, description="one sentence: when to use it")
+    domains: list[DomainTag] = Field(default_factory=lambda: list[DomainTag](["*"]))
+    kind: Literal["validity", "performance"] = "performance"
+    triggers: list[Trigger] = Field(default_factory=list)
+    predicted_effects: list[dict[str, str]] = Field(
+        default_factory=list, description="[{metric, direction: up|down}] the skill claims"
+    )
+    params: dict[str, Any] = Field(default_factory=dict, description="defaults passed to apply()")
+    new_labels: list[str] = Field(default_factory=list, description="diagnostic labels the skill adds")
+    status: Literal["active", "retired"] = "active"
+    provenance: dict[str, str] = Field(default_factory=dict, description="who wrote it: seed, or run + candidate")
+    evidence: list[Evidence] = Field(default_factory=list)
+
+    def applies_to(self, domain: str) -> bool:
+        return "*" in self.domains or domain in self.domains

@@ -1,0 +1,94 @@
+"""Ranking skills for a rollout report: trigger matches first, text similarity (BM25) second;
+and rendering the top skills into a prompt within a token budget."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from meta_agent.report.rollout_report import RolloutReport
+from meta_agent.skills.model import Trigger
+from meta_agent.skills.store import Skill, SkillSet
+
+CHARS_PER_TOKEN = 4
+
+
+@dataclass
+class Ranked:
+    skill: Skill
+    trigger_score: float
+    """Sum over matched triggers (a label trigger scores its share, a metric trigger 1)."""
+    text_score: float
+    matched: list[str]
+
+    @property
+    def score(self) -> float:
+        return 10 * self.trigger_score + self.text_score
+
+
+def _words(text: str) -> str:
+    return re.sub(r"[_\-]+", " ", text.lower())
+
+
+def trigger_match(t: Trigger, report: RolloutReport) -> float:
+    if t.label is not None:
+        share = report.label_share(t.label)
+        return share if share >= t.min_share and share > 0 else 0.0
+    value = getattr(report, t.metric or "", None)
+    if not isinstance(value, int | float):
+        return 0.0
+    ok = (t.above is None or value > t.above) and (t.below is None or value < t.below)
+    return 1.0 if ok else 0.0
+
+
+def skill_text(skill: Skill) -> str:
+    triggers = " ".join(t.label or t.metric or "" for t in skill.meta.triggers)
+    return _words(f"{skill.name} {skill.meta.description} {triggers} {skill.body}")
+
+
+def report_query(report: RolloutReport) -> str:
+    labels = " ".join(s.label for s in report.labels)
+    return _words(f"{' '.join(report.dominant)} {labels} {report.domain}")
+
+
+def _bm25(docs: list[str], query: str) -> list[float]:
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(docs, show_progress=False), show_progress=False)
+    ids, scores = retriever.retrieve(bm25s.tokenize([query], show_progress=False), k=len(docs), show_progress=False)
+    by_doc = dict(zip(ids[0].tolist(), scores[0].tolist(), strict=True))
+    return [float(by_doc.get(i, 0.0)) for i in range(len(docs))]
+
+
+def rank(skills: SkillSet, report: RolloutReport, *, query: str | None = None) -> list[Ranked]:
+    """Active skills for the report's domain, best first; ties broken by name for determinism."""
+    pool = [s for s in skills.all() if s.meta.status == "active" and s.meta.applies_to(report.domain)]
+    if not pool:
+        return []
+    text = _bm25([skill_text(s) for s in pool], _words(query) if query else report_query(report))
+    ranked = []
+    for skill, ts in zip(pool, text, strict=True):
+        matches = [(t, trigger_match(t, report)) for t in skill.meta.triggers]
+        ranked.append(Ranked(skill=skill, trigger_score=sum(m for _, m in matches), text_score=ts,
+                             matched=[t.describe() for t, m in matches if m > 0]))
+    ranked.sort(key=lambda r: (-r.score, r.skill.name))
+    return ranked
+
+
+def render_for_prompt(ranked: list[Ranked], budget_tokens: int) -> str:
+    """The top skills as markdown, whole skills only, within `budget_tokens` (approximate)."""
+    out: list[str] = []
+    used = 0
+    for r in ranked:
+        m = r.skill.meta
+        wins = sum(1 for e in m.evidence if e.won)
+        block = (f"### skill `{m.name}` ({m.kind})\n{m.description}\n"
+                 f"Triggers matched: {', '.join(r.matched) or 'none'}. Evidence: {wins} wins / "
+                 f"{len(m.evidence)} applications.\n\n{r.skill.body.strip()}\n")
+        cost = len(block) // CHARS_PER_TOKEN + 1
+        if used + cost > budget_tokens:
+            continue
+        out.append(block)
+        used += cost
+    return "\n".join(out)

@@ -1,0 +1,107 @@
+"""Every seed skill applies cleanly to a fresh harness and changes behaviour as its SKILL.md claims.
+
+Each skill folder carries examples.yaml: rollouts and the change the skill must make to
+their reward, filter weight or labels (checked by replaying them before and after), or
+the harness.yaml setting it must set.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from meta_agent.contract import ReplayRecord, RolloutRecord, Task, write_jsonl
+from meta_agent.gitops import export_tree, init_harness
+from meta_agent.harness_runner import HarnessRunner
+from meta_agent.paths import seed_skills
+from meta_agent.skills.runner import prepare_kit, run_apply
+from meta_agent.skills.store import Library, load_skill
+from sandboxes import Mount, Sandbox
+
+SEEDS = sorted(p.name for p in seed_skills().iterdir() if (p / "SKILL.md").is_file())
+
+
+def test_the_seed_library_has_at_least_eight_valid_skills() -> None:
+    lib = Library.load(seed_skills(), writable=False)
+    assert lib.problems == []
+    assert len(lib.skills) >= 8
+    assert all(s.apply_script is not None for s in lib.skills.values())
+
+
+def _records(example: dict[str, Any]) -> tuple[list[Task], list[RolloutRecord]]:
+    tasks, records = {}, []
+    for r in example.get("rollouts", []):
+        tid = f"task-{r['answer']}"
+        tasks[tid] = Task(id=tid, prompt=f"What is the answer? ({r['answer']})", answer=r["answer"], difficulty=1)
+        records.append(RolloutRecord(
+            rollout_id=r["id"], step=1, task_id=tid, group_id=r["group"], prompt=tasks[tid].prompt,
+            completion=r["completion"], rewards={}, reward=0.0, advantage=0.0, prompt_tokens=10,
+            completion_tokens=r.get("completion_tokens", len(r["completion"].split())),
+            truncated=r.get("truncated", False), labels=[], harness_commit="x", verified=r.get("verified"),
+        ))
+    return list(tasks.values()), records
+
+
+def _replay(sandbox: Sandbox, work: Path, data: Path, out: Path) -> dict[str, ReplayRecord]:
+    with HarnessRunner(sandbox, work, commit="test", readable=[data], writable=[out.parent]) as h:
+        return {r.rollout_id: r for r in h.replay(rollouts=data / "rollouts.jsonl", tasks=data / "tasks.jsonl",
+                                                  out=out)}
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_seed_skill_changes_behaviour_as_claimed(name: str, sandbox: Sandbox, tmp_path: Path) -> None:
+    skill = load_skill(seed_skills() / name)
+    example = yaml.safe_load((skill.path / "examples.yaml").read_text())
+    repo = init_harness(tmp_path / "harness", example["domain"])
+    before_dir = export_tree(repo, "HEAD", tmp_path / "before")
+    after_dir = tmp_path / "after"
+    shutil.copytree(before_dir, after_dir)
+    data = tmp_path / "data"
+    tasks, records = _records(example)
+    write_jsonl(data / "tasks.jsonl", tasks)
+    write_jsonl(data / "rollouts.jsonl", records)
+
+    kit = prepare_kit(tmp_path / "kit")
+    with sandbox.open(after_dir, mounts=[Mount(kit), Mount(skill.path)]) as session:
+        outcome = run_apply(session, kit, skill, after_dir, skill.meta.params)
+    assert outcome.ok, outcome.reason
+
+    settings = yaml.safe_load((after_dir / "harness.yaml").read_text())
+    for check in example.get("settings", []):
+        value: Any = settings
+        for part in check["setting"].split("."):
+            value = value[part]
+        assert value == check["becomes"], f"{check['setting']} is {value!r}"
+
+    if records:
+        before = _replay(sandbox, before_dir, data, tmp_path / "out-before" / "replay.jsonl")
+        after = _replay(sandbox, after_dir, data, tmp_path / "out-after" / "replay.jsonl")
+        for check in example["expect"]:
+            rid = check["rollout"]
+            if "label" in check:
+                assert (check["label"] in after[rid].labels) is check["present"], (rid, after[rid].labels)
+            elif "becomes" in check:
+                assert getattr(after[rid], check["field"]) == pytest.approx(check["becomes"]), rid
+            else:
+                old, new = getattr(before[rid], check["field"]), getattr(after[rid], check["field"])
+                expected = {"up": new > old, "down": new < old, "same": new == pytest.approx(old)}[check["change"]]
+                assert expected, f"{rid}: {check['field']} {old} -> {new}, expected {check['change']}"
+
+    with HarnessRunner(sandbox, after_dir, commit="test") as h:
+        assert "passed" in h.selftest().stdout
+
+
+def test_applying_a_skill_twice_is_reported_not_duplicated(sandbox: Sandbox, tmp_path: Path) -> None:
+    skill = load_skill(seed_skills() / "dynamic-sampling")
+    repo = init_harness(tmp_path / "harness", "math")
+    work = export_tree(repo, "HEAD", tmp_path / "work")
+    kit = prepare_kit(tmp_path / "kit")
+    with sandbox.open(work, mounts=[Mount(kit), Mount(skill.path)]) as session:
+        assert run_apply(session, kit, skill, work, {}).ok
+        second = run_apply(session, kit, skill, work, {})
+    assert not second.ok and "already applied" in second.reason
+    assert (work / "harness" / "filters.py").read_text().count("def drop_zero_variance") == 1
