@@ -1,13 +1,24 @@
 """Sandboxes for untrusted harness code: a protocol and backends chosen by name.
 
-`get_backend("auto")` picks docker when an engine answers, else bwrap, and never
-falls back to `process` (no isolation), which must be requested by name.
+`get_backend("auto")` picks docker when an engine answers (and the image is built), else
+bwrap, and never falls back to `process` (no isolation), which must be requested by name.
 """
 
 from __future__ import annotations
 
+import sys
+
 from meta_agent.registry import Registry
-from sandboxes.base import Limits, Mount, RunResult, Sandbox, SandboxError, Session
+from sandboxes.base import (
+    Limits,
+    Mount,
+    RunResult,
+    Sandbox,
+    SandboxError,
+    Session,
+    clean_env,
+    host_python_mounts,
+)
 
 BACKENDS: Registry[Sandbox] = Registry(
     "sandbox backend",
@@ -24,8 +35,20 @@ def get_backend(name: str = "auto") -> Sandbox:
     if name == "auto":
         from sandboxes.auto import choose_backend
 
-        name, _reason = choose_backend()
+        name, reason = choose_backend()
+        print(f"sandbox: auto picked '{name}': {reason}", file=sys.stderr)
     return BACKENDS.get(name)()
 
 
-__all__ = ["BACKENDS", "Limits", "Mount", "RunResult", "Sandbox", "SandboxError", "Session", "get_backend"]
+__all__ = [
+    "BACKENDS",
+    "Limits",
+    "Mount",
+    "RunResult",
+    "Sandbox",
+    "SandboxError",
+    "Session",
+    "clean_env",
+    "get_backend",
+    "host_python_mounts",
+]

@@ -76,10 +76,18 @@ class RunResult:
 
 @runtime_checkable
 class Session(Protocol):
-    """An open sandbox on one workdir. Use as a context manager so it is always closed."""
+    """An open sandbox on one workdir. Use as a context manager so it is always closed.
+
+    Runs in one session are serialised; nothing a run starts survives it (background
+    processes are killed when the command ends). Files persist in the workdir (shared with
+    the host) and in `scratch` for the life of the session.
+    """
 
     workdir: Path
+    """Absolute host path, bound read-write at the same path inside the sandbox."""
     scratch: Path
+    """Private writable dir as seen *inside* the sandbox (HOME and TMPDIR). It may not exist on
+    the host (docker: a tmpfs), so results meant for the host belong in the workdir or a mount."""
 
     def run(
         self,
@@ -149,14 +157,6 @@ def clean_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str
     if extra:
         env.update(extra)
     return env
-
-
-def cap_output(data: bytes, limit: int) -> tuple[str, bool]:
-    """Decode at most `limit` bytes, appending a marker that says how much was dropped."""
-    if len(data) <= limit:
-        return data.decode("utf-8", errors="replace"), False
-    kept = data[:limit].decode("utf-8", errors="replace")
-    return kept + OUTPUT_CUT_MARKER.format(dropped=len(data) - limit), True
 
 
 @dataclass

@@ -2,81 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import resource
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
-from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, clean_env
-
-
-def _pump(stream: IO[bytes], buf: OutputBuffer) -> None:
-    for chunk in iter(lambda: stream.read(65536), b""):
-        buf.feed(chunk)
-
-
-def run_capped(
-    argv: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    timeout: float,
-    output_bytes: int,
-    preexec: object = None,
-) -> RunResult:
-    """Run argv in its own process group; kill the whole group on timeout; cap captured output."""
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=preexec,  # type: ignore[arg-type]
-    )
-    out, err = OutputBuffer(output_bytes), OutputBuffer(output_bytes)
-    assert proc.stdout is not None and proc.stderr is not None
-    pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
-    ]
-    for t in pumps:
-        t.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    finally:
-        # Children may outlive the leader (daemonised helpers); the group goes either way.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    for t in pumps:
-        t.join(timeout=5)
-    stdout, cut_out = out.text()
-    stderr, cut_err = err.text()
-    return RunResult(
-        exit_code=proc.returncode,
-        stdout=stdout,
-        stderr=stderr,
-        wall_time=time.monotonic() - start,
-        timed_out=timed_out,
-        oom_killed=False,
-        output_truncated=cut_out or cut_err,
-    )
+from sandboxes.base import Limits, Mount, RunResult, SandboxError, clean_env
+from sandboxes.capture import run_capped
 
 
 class ProcessSession:
@@ -86,6 +20,7 @@ class ProcessSession:
         self.workdir = workdir.resolve()
         self.scratch = Path(tempfile.mkdtemp(prefix="meta-agent-scratch-"))
         self.limits = limits
+        self._closed = False
 
     def _rlimits(self) -> None:
         mem = self.limits.memory_mb * 1024 * 1024
@@ -99,6 +34,8 @@ class ProcessSession:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
     ) -> RunResult:
+        if self._closed:
+            raise SandboxError("process session is closed; open a new one")
         return run_capped(
             cmd,
             cwd=cwd or self.workdir,
@@ -109,6 +46,7 @@ class ProcessSession:
         )
 
     def close(self) -> None:
+        self._closed = True
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __enter__(self) -> ProcessSession:

@@ -1,0 +1,338 @@
+"""`bwrap` backend: one bubblewrap sandbox per session, limited by a per-session cgroup.
+
+The sandbox is `bwrap --unshare-all --die-with-parent`: no network, a read-only view of
+the system and of the Python runtime, the workdir and scratch dir writable, a private
+/tmp, nothing else of the host. It is created once per session with
+`sandboxes.sandbox_init` as its PID 1, which starts each command (one posix_spawn, so
+a run costs about what a bare process costs) and kills whatever a run leaves behind.
+Memory, pids and CPU are limited by cgroups (v1 or v2, detected at run time); where no
+cgroup is writable, only memory is limited, per process, with RLIMIT_AS.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import resource
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
+from sandboxes.bwrap_args import CgroupJoin, copy_etc, sandbox_args
+from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup
+from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
+from sandboxes.mounts import session_mounts
+
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`)"
+START_TIMEOUT_S = 60.0
+GRACE_S = 10.0
+"""How long a killed run may take to report back before the whole sandbox is torn down."""
+# Signs that a process hit RLIMIT_AS (the memory limit without cgroups): it fails, not killed.
+RLIMIT_OOM_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
+
+# --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that spawned bwrap
+# exits. Spawning from this one long-lived thread ties sessions to the process instead.
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawn")
+
+
+class _Sandbox:
+    """One running bwrap process tree and the channel to its PID 1."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        self.proc = proc
+        self.sock = sock
+        self.reader = MessageReader()
+        self.pending: list[dict[str, Any]] = []
+
+    def next_message(self, timeout: float) -> dict[str, Any] | None:
+        """The next message from PID 1; None on timeout; SandboxError if the sandbox is gone."""
+        deadline = time.monotonic() + timeout
+        while not self.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self.sock.settimeout(remaining)
+            try:
+                data = self.sock.recv(1 << 16)
+            except TimeoutError:
+                return None
+            if not data:
+                raise SandboxError("the bwrap sandbox exited")
+            self.pending += self.reader.feed(data)
+        return self.pending.pop(0)
+
+    def stop(self) -> None:
+        self.sock.close()  # PID 1 sees EOF and exits, which ends the whole pid namespace
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class BwrapSession:
+    """One workdir under bubblewrap; runs are serialised so per-run accounting stays exact."""
+
+    def __init__(
+        self,
+        bwrap: str,
+        workdir: Path,
+        mounts: Sequence[Mount],
+        limits: Limits,
+        network: bool,
+        use_cgroups: bool,
+    ) -> None:
+        self.workdir = workdir.resolve()
+        self.limits = limits
+        self._lock = threading.Lock()
+        self._closed = False
+        self._sandbox: _Sandbox | None = None
+        self._dir = Path(tempfile.mkdtemp(prefix="meta-agent-bwrap-")).resolve()
+        self.scratch = self._dir / "scratch"
+        self.cgroup: SessionCgroup | None = None
+        self.limit_mode = "rlimits (cgroups not requested)"
+        try:
+            self.scratch.mkdir()
+            copy_etc(self._dir / "etc")
+            binds = [*session_mounts(self.workdir, self.scratch, mounts), Mount(INIT_SCRIPT)]
+            self._argv = [bwrap, *sandbox_args(binds, self._dir / "etc", network)]
+            if use_cgroups:
+                self._use_cgroup(limits)
+            self._sandbox = self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _use_cgroup(self, limits: Limits) -> None:
+        try:
+            self.cgroup = create_session_cgroup(limits)
+            self.limit_mode = f"cgroup {self.cgroup.version}"
+        except CgroupUnavailable as err:
+            self.limit_mode = f"rlimits ({err})"
+            print(
+                f"WARNING: bwrap sandbox without cgroups: {err}. Only the memory limit is enforced "
+                "(per process, RLIMIT_AS); the pids and CPU limits are not.",
+                file=sys.stderr,
+            )
+
+    def _rlimits(self) -> None:
+        memory = self.limits.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    def _start(self) -> _Sandbox:
+        """Create the sandbox and wait until its PID 1 says it is ready."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = theirs.fileno()
+        log_path = self._dir / "sandbox.log"
+        with CgroupJoin(self.cgroup) as join, open(log_path, "wb") as log:
+            argv = [*self._argv, *join.bwrap_args, "--chdir", "/", "--", *init_command(sys.executable, fd, fd)]
+            proc = _SPAWNER.submit(
+                subprocess.Popen,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd="/",
+                env=clean_env(self.scratch),
+                pass_fds=(fd, *join.child_fds),
+                start_new_session=True,
+                preexec_fn=None if self.cgroup else self._rlimits,
+            ).result()
+            theirs.close()
+            join(proc.pid)
+        sandbox = _Sandbox(proc, ours)
+        try:
+            ready = sandbox.next_message(START_TIMEOUT_S)
+        except SandboxError:
+            ready = None
+        if ready is None or ready.get("event") != "ready":
+            sandbox.stop()
+            detail = log_path.read_text(errors="replace").strip()[-2000:]
+            raise SandboxError(
+                f"bubblewrap could not start a sandbox (exit {proc.returncode}): {detail}\n"
+                "bwrap needs user namespaces: run as root or enable them "
+                "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)"
+            )
+        return sandbox
+
+    def run(
+        self,
+        cmd: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> RunResult:
+        if not cmd:
+            raise SandboxError("empty command")
+        with self._lock:
+            if self._closed:
+                raise SandboxError("bwrap session is closed; open a new one")
+            if self._sandbox is None or self._sandbox.proc.poll() is not None:
+                # The last run took the sandbox down (e.g. OOM killed its PID 1): start afresh.
+                if self._sandbox is not None:
+                    self._sandbox.stop()
+                self._sandbox = None
+                self._sandbox = self._start()
+            oom_before = self.cgroup.oom_kills() if self.cgroup else 0
+            request = {"op": "spawn", "argv": list(cmd), "env": clean_env(self.scratch, env)}
+            request["cwd"] = str(cwd or self.workdir)
+            result = _Run(self._sandbox, self.limits.output_bytes).execute(
+                request, timeout if timeout is not None else self.limits.timeout_s
+            )
+            if result.sandbox_lost:
+                self._sandbox.stop()
+                self._sandbox = None
+                if self.cgroup:
+                    self.cgroup.kill_all()
+            if self.cgroup:
+                return result.to_result(oom_killed=self.cgroup.oom_kills() > oom_before)
+            outcome = result.to_result(oom_killed=False)
+            failed = outcome.exit_code != 0 and not outcome.timed_out
+            return replace(outcome, oom_killed=failed and any(s in outcome.stderr for s in RLIMIT_OOM_SIGNS))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._sandbox is not None:
+                self._sandbox.stop()
+                self._sandbox = None
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> BwrapSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Run:
+    """One command: send it to PID 1, collect capped output, enforce the wall-time limit."""
+
+    def __init__(self, sandbox: _Sandbox, output_bytes: int) -> None:
+        self.sandbox = sandbox
+        self.out, self.err = OutputBuffer(output_bytes), OutputBuffer(output_bytes)
+        self.exit_code: int | None = None
+        self.timed_out = False
+        self.sandbox_lost = False
+        self.start = time.monotonic()
+
+    def execute(self, request: dict[str, Any], timeout: float) -> _Run:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            send_message(self.sandbox.sock, request, (out_w, err_w))
+        except OSError:
+            self.sandbox_lost = True
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        try:
+            if not self.sandbox_lost:
+                self._collect(out_r, err_r, self.start + timeout)
+        finally:
+            os.close(out_r)
+            os.close(err_r)
+        if self.exit_code is None:
+            self.exit_code = -9  # the sandbox went away under the command
+        return self
+
+    def _collect(self, out_r: int, err_r: int, deadline: float) -> None:
+        sandbox = self.sandbox
+        selector = selectors.DefaultSelector()
+        selector.register(out_r, selectors.EVENT_READ, self.out)
+        selector.register(err_r, selectors.EVENT_READ, self.err)
+        sandbox.sock.setblocking(False)
+        selector.register(sandbox.sock, selectors.EVENT_READ, None)
+        open_pipes, reset_done = 2, False
+        try:
+            while open_pipes or not reset_done:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    if self.timed_out or self.exit_code is not None:
+                        self.sandbox_lost = True  # PID 1 did not report back: tear it all down
+                        return
+                    self.timed_out = True
+                    send_message(sandbox.sock, {"op": "kill"})
+                    deadline = time.monotonic() + GRACE_S
+                    continue
+                for key, _ in selector.select(wait):
+                    if key.data is not None:
+                        chunk = os.read(key.fd, 1 << 16)
+                        if chunk:
+                            key.data.feed(chunk)
+                        else:
+                            selector.unregister(key.fd)
+                            open_pipes -= 1
+                        continue
+                    data = sandbox.sock.recv(1 << 16)
+                    if not data:
+                        self.sandbox_lost = True
+                        selector.unregister(sandbox.sock)
+                        reset_done = True
+                        continue
+                    for message in sandbox.reader.feed(data):
+                        if message["event"] == "exited":
+                            self.exit_code = message["code"]
+                            # Kill what the command left behind, so its pipes close and the next run is clean.
+                            send_message(sandbox.sock, {"op": "reset"})
+                            if not self.timed_out:
+                                deadline = time.monotonic() + GRACE_S
+                        elif message["event"] == "reset":
+                            reset_done = True
+        except OSError:
+            self.sandbox_lost = True
+        finally:
+            selector.close()
+            sandbox.sock.setblocking(True)
+
+    def to_result(self, oom_killed: bool) -> RunResult:
+        stdout, cut_out = self.out.text()
+        stderr, cut_err = self.err.text()
+        return RunResult(
+            exit_code=self.exit_code if self.exit_code is not None else -9,
+            stdout=stdout,
+            stderr=stderr,
+            wall_time=time.monotonic() - self.start,
+            timed_out=self.timed_out,
+            oom_killed=oom_killed,
+            output_truncated=cut_out or cut_err,
+        )
+
+
+class BwrapSandbox:
+    """Bubblewrap sessions; the default where no Docker engine answers."""
+
+    name = "bwrap"
+    isolated = True
+
+    def __init__(self, *, use_cgroups: bool = True) -> None:
+        found = shutil.which("bwrap")
+        if found is None:
+            raise SandboxError(f"sandbox backend 'bwrap' needs the bwrap binary: {INSTALL_HINT}")
+        self.bwrap = found
+        self.use_cgroups = use_cgroups
+
+    def open(
+        self,
+        workdir: Path,
+        *,
+        mounts: Sequence[Mount] = (),
+        limits: Limits = Limits(),
+        network: bool = False,
+    ) -> BwrapSession:
+        return BwrapSession(self.bwrap, workdir, mounts, limits, network, self.use_cgroups)

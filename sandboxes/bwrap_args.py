@@ -1,0 +1,131 @@
+"""What a bwrap sandbox sees of the host, and how its first process joins the session cgroup."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from sandboxes.base import Mount
+from sandboxes.cgroups import SessionCgroup
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Only what programs need from /etc: never shadow, ssh keys, TLS private keys or other host
+# configuration. Copied once per session into one directory that is bound as /etc.
+ETC_ENTRIES = (
+    "alternatives",
+    "ca-certificates.conf",
+    "debian_version",
+    "gai.conf",
+    "gitconfig",
+    "group",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "pki/tls/certs",
+    "protocols",
+    "resolv.conf",
+    "services",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "timezone",
+)
+SYNC_TIMEOUT_S = 30.0
+
+
+def copy_etc(target: Path) -> None:
+    """The allow-listed part of the host's /etc, as plain files and symlinks under `target`."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ETC_ENTRIES:
+        source, dest = Path("/etc") / name, target / name
+        if not source.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, dest, symlinks=True)
+        else:
+            shutil.copy2(source, dest)
+
+
+def sandbox_args(binds: Sequence[Mount], etc: Path, network: bool) -> list[str]:
+    """bwrap options for a session: namespaces, a read-only system, the session's binds."""
+    args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"]
+    if network:
+        args.append("--share-net")
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    # Order matters: /tmp is a fresh tmpfs *before* the binds, or it would hide a workdir under /tmp.
+    args += ["--ro-bind", str(etc), "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for bind in binds:
+        args += ["--ro-bind" if bind.read_only else "--bind", str(bind.source), str(bind.source)]
+    return [*args, "--remount-ro", "/"]
+
+
+def _read_child_pid(info_fd: int) -> int | None:
+    """bwrap's --info-fd JSON: the pid of the sandbox's first process (None: bwrap died first)."""
+    data = b""
+    while not data.rstrip().endswith(b"}"):
+        ready, _, _ = select.select([info_fd], [], [], SYNC_TIMEOUT_S)
+        chunk = os.read(info_fd, 4096) if ready else b""
+        if not chunk:
+            return None
+        data += chunk
+    pid: int = json.loads(data)["child-pid"]
+    return pid
+
+
+class CgroupJoin:
+    """Holds bwrap at --block-fd until its first process is in the session cgroup.
+
+    Every process of the sandbox is then born inside the limits (a no-op without a cgroup).
+    """
+
+    def __init__(self, cgroup: SessionCgroup | None) -> None:
+        self.cgroup = cgroup
+        self._open: set[int] = set()
+        self.child_fds: tuple[int, ...] = ()
+        self.bwrap_args: list[str] = []
+        if cgroup is not None:
+            self.info_r, self.info_w = os.pipe()
+            self.block_r, self.block_w = os.pipe()
+            self._open = {self.info_r, self.info_w, self.block_r, self.block_w}
+            self.child_fds = (self.info_w, self.block_r)
+            self.bwrap_args = ["--info-fd", str(self.info_w), "--block-fd", str(self.block_r)]
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            os.close(fd)
+
+    def __call__(self, _pid: int) -> None:
+        """Call right after bwrap is spawned."""
+        if self.cgroup is None:
+            return
+        for fd in self.child_fds:
+            self._close(fd)
+        child = _read_child_pid(self.info_r)
+        if child is None:
+            return  # bwrap failed before creating the sandbox; its stderr says why
+        for procs in self.cgroup.procs_files:
+            procs.write_text(str(child))
+        os.write(self.block_w, b"1")
+
+    def __enter__(self) -> CgroupJoin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in list(self._open):
+            self._close(fd)

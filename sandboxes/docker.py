@@ -1,0 +1,384 @@
+"""`docker` backend: one long-lived container per session, one `docker exec` per command.
+
+The container has no network, a read-only root, tmpfs /tmp and scratch, memory/CPU/pids
+limits, no capabilities and no-new-privileges. The host interpreter and venv, the
+workdir and the session's mounts are bound at their host paths. Its PID 1 is
+`sandboxes.sandbox_init`, attached to this process through the engine: it kills what a
+run leaves behind (also on timeout: the engine has no "kill this exec"), reports OOM kills,
+and exits when the attach stream closes, so a dead owner leaves no container behind.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException, NotFound
+
+from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
+from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
+from sandboxes.engine import docker_client
+from sandboxes.image import image_exists, image_tag
+from sandboxes.mounts import session_mounts
+from sandboxes.sandbox_init import encode
+
+SCRATCH = Path("/scratch")
+LABEL = "meta-agent.sandbox"
+START_TIMEOUT_S = 60.0
+GRACE_S = 10.0
+EXIT_POLL_MIN_S, EXIT_POLL_MAX_S = 0.05, 1.0
+FRAME = struct.Struct(">BxxxL")
+STDOUT, STDERR = 1, 2
+
+
+def _raw_socket(sock: Any) -> socket.socket:
+    """The OS socket under what docker-py returns for a hijacked (attach/exec) connection."""
+    raw = getattr(sock, "_sock", sock)
+    if not isinstance(raw, socket.socket):
+        raise SandboxError(f"unsupported Docker transport {type(sock).__name__}; use a unix:// or tcp:// DOCKER_HOST")
+    return raw
+
+
+def _already_buffered(sock: Any) -> bytes:
+    """Bytes the HTTP client read past the upgrade headers; they would be lost otherwise."""
+    try:
+        reader = sock._response.raw._fp.fp
+    except AttributeError:
+        return b""
+    raw = _raw_socket(sock)
+    raw.setblocking(False)
+    try:
+        data: bytes = reader.peek() or b""
+        return reader.read(len(data)) if data else b""
+    except (BlockingIOError, ValueError, OSError):
+        return b""
+    finally:
+        raw.setblocking(True)
+
+
+class FrameDemux:
+    """Splits Docker's multiplexed stream (8-byte header per frame) into stdout and stderr."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        self._buffer += data
+        frames = []
+        while len(self._buffer) >= FRAME.size:
+            stream, size = FRAME.unpack_from(self._buffer)
+            if len(self._buffer) < FRAME.size + size:
+                break
+            frames.append((stream, self._buffer[FRAME.size : FRAME.size + size]))
+            self._buffer = self._buffer[FRAME.size + size :]
+        return frames
+
+
+class _Container:
+    """The session's container and the attach stream to its PID 1."""
+
+    def __init__(self, client: docker.DockerClient, container_id: str, attach: Any) -> None:
+        self.client = client
+        self.id = container_id
+        self.attach = attach
+        self.sock = _raw_socket(attach)
+        self.demux = FrameDemux()
+        self.reader = MessageReader()
+        self.pending: list[dict[str, Any]] = []
+        self.log = bytearray()
+        self.pending += self._messages(_already_buffered(attach))
+
+    def _messages(self, data: bytes) -> list[dict[str, Any]]:
+        out = b""
+        for stream, payload in self.demux.feed(data):
+            if stream == STDOUT:
+                out += payload
+            else:
+                self.log += payload[-4096:]
+        return self.reader.feed(out) if out else []
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(encode(message))
+
+    def next_message(self, deadline: float) -> dict[str, Any] | None:
+        """The next message from PID 1; None on timeout; SandboxError if it is gone."""
+        while not self.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.sock], [], [], remaining)
+            if not ready:
+                continue
+            data = self.sock.recv(1 << 16)
+            if not data:
+                raise SandboxError(f"the sandbox container exited: {self.log.decode(errors='replace')[-1000:]}")
+            self.pending += self._messages(data)
+        return self.pending.pop(0)
+
+    def wait_for(self, event: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.next_message(deadline)
+            if message is None:
+                raise SandboxError(f"the sandbox container did not answer ({event!r}) within {timeout:.0f}s")
+            if message.get("event") == event:
+                return message
+
+    def remove(self) -> None:
+        try:
+            self.sock.close()  # PID 1 sees EOF and exits; auto_remove deletes the container
+            self.client.api.remove_container(self.id, force=True)
+        except NotFound:
+            pass
+        except APIError as err:
+            if "already in progress" not in str(err):
+                raise
+
+
+class DockerSession:
+    """One workdir in one container; runs are serialised (they share the container's limits)."""
+
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        image: str,
+        workdir: Path,
+        mounts: Sequence[Mount],
+        limits: Limits,
+        network: bool,
+    ) -> None:
+        self.client = client
+        self.image = image
+        self.workdir = workdir.resolve()
+        self.scratch = SCRATCH
+        self.limits = limits
+        self.network = network
+        self._binds = [*session_mounts(self.workdir, None, mounts), Mount(INIT_SCRIPT)]
+        self._lock = threading.Lock()
+        self._closed = False
+        self._oom_seen = 0
+        self._container: _Container | None = self._start()
+
+    def _start(self) -> _Container:
+        api = self.client.api
+        limits = self.limits
+        tmpfs_options = f"rw,exec,nosuid,nodev,mode=1777,size={limits.memory_mb}m"
+        host_config = api.create_host_config(
+            binds={str(m.source): {"bind": str(m.source), "mode": "ro" if m.read_only else "rw"} for m in self._binds},
+            tmpfs={"/tmp": tmpfs_options, str(SCRATCH): tmpfs_options},
+            read_only=True,
+            network_mode=None if self.network else "none",
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            nano_cpus=int(limits.cpus * 1e9),
+            pids_limit=limits.pids,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges:true"],
+            auto_remove=True,
+        )
+        name = f"meta-agent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            created = api.create_container(
+                self.image,
+                command=init_command(sys.executable, 0, 1),
+                name=name,
+                hostname="sandbox",
+                user=f"{os.getuid()}:{os.getgid()}",
+                working_dir=str(self.workdir),
+                environment=clean_env(self.scratch),
+                labels={LABEL: "1", f"{LABEL}.owner-pid": str(os.getpid()), f"{LABEL}.workdir": str(self.workdir)},
+                stdin_open=True,  # with detach=False this sets StdinOnce: our exit closes PID 1's stdin
+                detach=False,
+                host_config=host_config,
+            )
+            attach = api.attach_socket(created["Id"], params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            container = _Container(self.client, created["Id"], attach)
+            api.start(created["Id"])
+        except DockerException as err:
+            hint = " (the engine has no default network; open with network=False)" if self.network else ""
+            raise SandboxError(f"cannot start a sandbox container from {self.image}: {err}{hint}") from err
+        try:
+            ready = container.wait_for("ready", START_TIMEOUT_S)
+        except SandboxError:
+            container.remove()
+            raise
+        self._oom_seen = ready.get("oom_kills") or 0
+        return container
+
+    def run(
+        self,
+        cmd: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> RunResult:
+        if not cmd:
+            raise SandboxError("empty command")
+        with self._lock:
+            if self._closed:
+                raise SandboxError("docker session is closed; open a new one")
+            if self._container is None:
+                # The last run took the container down (e.g. OOM killed its PID 1): start afresh.
+                self._container = self._start()
+            container = self._container
+            run = _ExecRun(container, self.limits.output_bytes)
+            try:
+                limit = timeout if timeout is not None else self.limits.timeout_s
+                run.execute(list(cmd), clean_env(self.scratch, env), cwd or self.workdir, limit)
+                reset = container.wait_for("reset", GRACE_S)
+            except (SandboxError, OSError, DockerException):
+                run.container_lost, reset = True, {}
+            oom_kills = reset.get("oom_kills") or self._oom_seen
+            oom = oom_kills > self._oom_seen
+            self._oom_seen = oom_kills
+            if run.container_lost:
+                container.remove()
+                self._container = None
+                oom = oom or (run.exit_code == 137 and not run.timed_out)
+            return run.to_result(oom)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._container is not None:
+                self._container.remove()
+                self._container = None
+            self.client.close()
+
+    def __enter__(self) -> DockerSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _ExecRun:
+    """One `docker exec`: capped output, wall-time limit enforced by PID 1 killing everything."""
+
+    def __init__(self, container: _Container, output_bytes: int) -> None:
+        self.container = container
+        self.out, self.err = OutputBuffer(output_bytes), OutputBuffer(output_bytes)
+        self.exit_code: int | None = None
+        self.timed_out = False
+        self.container_lost = False
+        self.reset_sent = False
+        self.exec_id = ""
+        self.start = time.monotonic()
+
+    def execute(self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> None:
+        api = self.container.client.api
+        self.exec_id = api.exec_create(self.container.id, cmd, environment=env, workdir=str(cwd))["Id"]
+        stream = api.exec_start(self.exec_id, socket=True)
+        try:
+            self._collect(stream, self.start + timeout)
+        finally:
+            stream.close()
+        self._reset()  # PID 1 works on this while we ask the engine for the exit code
+        self.exit_code = self._exit_code()
+
+    def _reset(self) -> None:
+        """Ask PID 1 to kill what the command left behind (answered in DockerSession.run)."""
+        if not self.reset_sent:
+            self.reset_sent = True
+            self.container.send({"op": "reset"})
+
+    def _collect(self, stream: Any, deadline: float) -> None:
+        sock = _raw_socket(stream)
+        demux = FrameDemux()
+        self._feed(demux.feed(_already_buffered(stream)))
+        poll = EXIT_POLL_MIN_S
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                if self.timed_out:
+                    raise SandboxError("the sandbox did not stop a timed-out command")
+                self.timed_out = True
+                self.container.send({"op": "kill"})
+                deadline = time.monotonic() + GRACE_S
+                continue
+            ready, _, _ = select.select([sock], [], [], min(wait, poll))
+            if not ready:
+                # Quiet stream: background processes may hold it open after the command exited,
+                # and the engine would only close it seconds later. Check, and reset if so.
+                if not self.reset_sent and not self._running():
+                    self._reset()
+                poll = min(poll * 2, EXIT_POLL_MAX_S)
+                continue
+            data = sock.recv(1 << 16)
+            if not data:
+                return
+            self._feed(demux.feed(data))
+
+    def _running(self) -> bool:
+        return bool(self.container.client.api.exec_inspect(self.exec_id).get("Running"))
+
+    def _feed(self, frames: list[tuple[int, bytes]]) -> None:
+        for stream, payload in frames:
+            (self.err if stream == STDERR else self.out).feed(payload)
+
+    def _exit_code(self) -> int:
+        deadline = time.monotonic() + GRACE_S
+        while True:
+            info = self.container.client.api.exec_inspect(self.exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            if time.monotonic() > deadline:
+                return -1
+            time.sleep(0.002)
+
+    def to_result(self, oom_killed: bool) -> RunResult:
+        stdout, cut_out = self.out.text()
+        stderr, cut_err = self.err.text()
+        return RunResult(
+            exit_code=self.exit_code if self.exit_code is not None else -9,
+            stdout=stdout,
+            stderr=stderr,
+            wall_time=time.monotonic() - self.start,
+            timed_out=self.timed_out,
+            oom_killed=oom_killed,
+            output_truncated=cut_out or cut_err,
+        )
+
+
+class DockerSandbox:
+    """Docker sessions; `auto` picks this backend when an engine answers."""
+
+    name = "docker"
+    isolated = True
+
+    def __init__(self, *, image: str | None = None) -> None:
+        self.image = image
+
+    def open(
+        self,
+        workdir: Path,
+        *,
+        mounts: Sequence[Mount] = (),
+        limits: Limits = Limits(),
+        network: bool = False,
+    ) -> DockerSession:
+        client = docker_client()
+        image = self.image or image_tag()
+        if not image_exists(client, image):
+            client.close()
+            raise SandboxError(
+                f"the sandbox image {image} is not built on this engine; run `meta-agent sandbox build-image`"
+            )
+        try:
+            return DockerSession(client, image, workdir, mounts, limits, network)
+        except BaseException:
+            client.close()
+            raise

@@ -1,0 +1,220 @@
+"""PID 1 inside a sandbox session. Runs *inside* the sandbox: standard library only.
+
+Started as `python -I -S sandbox_init.py IN_FD OUT_FD`. It
+- reaps orphans (it is the init of the session's pid namespace),
+- on `reset`, kills every other process so nothing from one run survives into the next
+  (a fork bomb, a daemonised helper), and reports the OOM kills its memory cgroup has seen,
+- on `spawn` (bwrap), starts a command with posix_spawn and reports its exit status, so a
+  run costs one spawn instead of a new set of namespaces,
+- exits when its channel closes, which happens when the session's owner goes away; as the
+  init of the pid namespace its exit takes every process of the session with it.
+
+Messages are 4-byte big-endian length + JSON. A `spawn` request carries the command's
+stdout and stderr as file descriptors (SCM_RIGHTS) when the channel is a unix socket.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import stat
+import struct
+import sys
+import time
+from typing import Any
+
+HEADER = struct.Struct(">I")
+MAX_FDS = 4
+KILL_DEADLINE_S = 10.0
+PR_SET_DUMPABLE = 4
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message on the wire."""
+    payload = json.dumps(message).encode()
+    return HEADER.pack(len(payload)) + payload
+
+
+class Channel:
+    """Length-prefixed JSON over a pipe pair (docker attach) or one unix socket (bwrap)."""
+
+    def __init__(self, in_fd: int, out_fd: int) -> None:
+        self.in_fd, self.out_fd = in_fd, out_fd
+        self.sock = socket.socket(fileno=os.dup(in_fd)) if stat.S_ISSOCK(os.fstat(in_fd).st_mode) else None
+
+    def _read_exactly(self, size: int, fds: list[int]) -> bytes | None:
+        data = b""
+        while len(data) < size:
+            if self.sock is not None:
+                chunk, ancdata, _flags, _addr = self.sock.recvmsg(
+                    size - len(data), socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+                )
+                for level, kind, blob in ancdata:
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                        received = array.array("i")
+                        received.frombytes(blob[: len(blob) - len(blob) % received.itemsize])
+                        fds.extend(received)
+            else:
+                chunk = os.read(self.in_fd, size - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def receive(self) -> tuple[dict[str, Any] | None, list[int]]:
+        """The next message and the fds sent with it; (None, []) once the peer is gone."""
+        fds: list[int] = []
+        header = self._read_exactly(HEADER.size, fds)
+        if header is None:
+            return None, fds
+        payload = self._read_exactly(HEADER.unpack(header)[0], fds)
+        return (json.loads(payload) if payload is not None else None), fds
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = encode(message)
+        while data:
+            data = data[os.write(self.out_fd, data) :]
+
+
+def _live_others() -> list[int]:
+    """Processes in this pid namespace other than us that are not already dead (zombies)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != b"Z":
+            pids.append(int(name))
+    return pids
+
+
+def _oom_kills() -> int | None:
+    """OOM kills in this sandbox's memory cgroup, where it is visible from inside (docker)."""
+    for path, key in (
+        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+        ("/sys/fs/cgroup/memory.events", "oom_kill"),
+    ):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except OSError:
+            continue
+    return None
+
+
+def _resolve(program: str, env: dict[str, str]) -> str:
+    if "/" in program:
+        return program
+    for directory in env.get("PATH", "/usr/bin:/bin").split(":"):
+        candidate = os.path.join(directory or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError(2, "command not found in PATH", program)
+
+
+class Init:
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.current: int | None = None
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.current:
+                self.current = None
+                self.channel.send({"event": "exited", "code": os.waitstatus_to_exitcode(status)})
+
+    def kill_all(self) -> bool:
+        """SIGKILL everything but us until nothing is left; False if something would not die."""
+        deadline = time.monotonic() + KILL_DEADLINE_S
+        while True:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+            self.reap()
+            if not _live_others():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+
+    def spawn(self, request: dict[str, Any], fds: list[int]) -> None:
+        env = dict(request["env"])
+        devnull = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        actions = [(os.POSIX_SPAWN_DUP2, devnull, 0)]
+        actions += [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(fds, (1, 2), strict=False)]
+        try:
+            os.chdir(request["cwd"])
+            self.current = os.posix_spawn(
+                _resolve(request["argv"][0], env), request["argv"], env, file_actions=actions, setsid=True
+            )
+        except OSError as err:
+            message = f"sandbox: cannot run {request['argv'][0]!r} in {request['cwd']}: {err.strerror}\n"
+            if len(fds) > 1:
+                os.write(fds[1], message.encode())
+            code = 127 if isinstance(err, FileNotFoundError) else 126
+            self.channel.send({"event": "exited", "code": code})
+        finally:
+            os.chdir("/")
+            for fd in (devnull, *fds):
+                os.close(fd)
+
+    def handle(self, message: dict[str, Any], fds: list[int]) -> None:
+        op = message.get("op")
+        if op == "spawn":
+            self.spawn(message, fds)
+            return
+        for fd in fds:
+            os.close(fd)
+        if op == "kill":
+            self.channel.send({"event": "killed", "clean": self.kill_all()})
+        elif op == "reset":
+            clean = self.kill_all()
+            self.channel.send({"event": "reset", "clean": clean, "oom_kills": _oom_kills()})
+        else:
+            self.channel.send({"event": "error", "detail": f"unknown op {op!r}"})
+
+    def serve(self) -> None:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.channel.send({"event": "ready", "oom_kills": _oom_kills()})
+        while True:
+            readable, _, _ = select.select([self.channel.in_fd, wake_r], [], [])
+            if wake_r in readable:
+                os.read(wake_r, 4096)
+                self.reap()
+            if self.channel.in_fd in readable:
+                message, fds = self.channel.receive()
+                if message is None:
+                    return  # the owner is gone: exiting ends the whole session
+                self.handle(message, fds)
+
+
+def main() -> None:
+    # Other processes run as the same uid: without this they could ptrace us or use /proc/1/fd.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    Init(Channel(int(sys.argv[1]), int(sys.argv[2]))).serve()
+
+
+if __name__ == "__main__":
+    main()
