@@ -30,6 +30,10 @@ def docker_availability() -> Availability:
 
     status = engine_status()
     if not status.answers:
+        if shutil.which("dockerd") is None:
+            return Availability(
+                "docker", False, status.detail, "install it (Debian/Ubuntu: `apt-get install docker.io`)"
+            )
         return Availability("docker", False, status.detail, START_HINT)
     tag = image_tag()
     client = docker_client()

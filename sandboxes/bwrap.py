@@ -134,22 +134,32 @@ class BwrapSession:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
         log_path = self._dir / "sandbox.log"
-        with CgroupJoin(self.cgroup) as join, open(log_path, "wb") as log:
-            argv = [*self._argv, *join.bwrap_args, "--chdir", "/", "--", *init_command(sys.executable, fd, fd)]
-            proc = _SPAWNER.submit(
-                subprocess.Popen,
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd="/",
-                env=clean_env(self.scratch),
-                pass_fds=(fd, *join.child_fds),
-                start_new_session=True,
-                preexec_fn=None if self.cgroup else self._rlimits,
-            ).result()
+        try:
+            with CgroupJoin(self.cgroup) as join, open(log_path, "wb") as log:
+                argv = [*self._argv, *join.bwrap_args, "--chdir", "/", "--", *init_command(sys.executable, fd, fd)]
+                proc = _SPAWNER.submit(
+                    subprocess.Popen,
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    cwd="/",
+                    env=clean_env(self.scratch),
+                    pass_fds=(fd, *join.child_fds),
+                    start_new_session=True,
+                    preexec_fn=None if self.cgroup else self._rlimits,
+                ).result()
+                theirs.close()
+                try:
+                    join(proc.pid)
+                except OSError as err:
+                    proc.kill()
+                    proc.wait()
+                    raise SandboxError(f"cannot put the bwrap sandbox into its session cgroup: {err}") from err
+        except BaseException:
+            ours.close()
             theirs.close()
-            join(proc.pid)
+            raise
         sandbox = _Sandbox(proc, ours)
         try:
             ready = sandbox.next_message(START_TIMEOUT_S)
@@ -185,8 +195,12 @@ class BwrapSession:
                 self._sandbox = None
                 self._sandbox = self._start()
             oom_before = self.cgroup.oom_kills() if self.cgroup else 0
-            request = {"op": "spawn", "argv": list(cmd), "env": clean_env(self.scratch, env)}
-            request["cwd"] = str(cwd or self.workdir)
+            request = {
+                "op": "spawn",
+                "argv": list(cmd),
+                "env": clean_env(self.scratch, env),
+                "cwd": str(cwd or self.workdir),
+            }
             result = _Run(self._sandbox, self.limits.output_bytes).execute(
                 request, timeout if timeout is not None else self.limits.timeout_s
             )

@@ -1,5 +1,7 @@
 """`docker` backend: one long-lived container per session, one `docker exec` per command.
 
+Commands go through exec_create/exec_start (what `exec_run` does) with the output streamed,
+so the output cap and the wall-time limit apply while the command runs.
 The container has no network, a read-only root, tmpfs /tmp and scratch, memory/CPU/pids
 limits, no capabilities and no-new-privileges. The host interpreter and venv, the
 workdir and the session's mounts are bound at their host paths. Its PID 1 is
@@ -10,6 +12,7 @@ and exits when the attach stream closes, so a dead owner leaves no container beh
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import DockerException
 
 from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
@@ -135,14 +138,9 @@ class _Container:
                 return message
 
     def remove(self) -> None:
-        try:
-            self.sock.close()  # PID 1 sees EOF and exits; auto_remove deletes the container
+        self.sock.close()  # PID 1 sees EOF and exits, and auto_remove deletes the container...
+        with contextlib.suppress(DockerException):  # ...so this only makes it immediate
             self.client.api.remove_container(self.id, force=True)
-        except NotFound:
-            pass
-        except APIError as err:
-            if "already in progress" not in str(err):
-                raise
 
 
 class DockerSession:
@@ -187,8 +185,11 @@ class DockerSession:
             auto_remove=True,
         )
         name = f"meta-agent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        failure = f"cannot start a sandbox container from {self.image}"
+        if self.network:
+            failure += " (with network=True it needs the engine's default network)"
         try:
-            created = api.create_container(
+            container_id = api.create_container(
                 self.image,
                 command=init_command(sys.executable, 0, 1),
                 name=name,
@@ -200,18 +201,18 @@ class DockerSession:
                 stdin_open=True,  # with detach=False this sets StdinOnce: our exit closes PID 1's stdin
                 detach=False,
                 host_config=host_config,
-            )
-            attach = api.attach_socket(created["Id"], params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-            container = _Container(self.client, created["Id"], attach)
-            api.start(created["Id"])
+            )["Id"]
         except DockerException as err:
-            hint = " (the engine has no default network; open with network=False)" if self.network else ""
-            raise SandboxError(f"cannot start a sandbox container from {self.image}: {err}{hint}") from err
+            raise SandboxError(f"{failure}: {err}") from err
         try:
+            attach = api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            container = _Container(self.client, container_id, attach)
+            api.start(container_id)
             ready = container.wait_for("ready", START_TIMEOUT_S)
-        except SandboxError:
-            container.remove()
-            raise
+        except (DockerException, SandboxError, OSError) as err:
+            with contextlib.suppress(DockerException):
+                api.remove_container(container_id, force=True)
+            raise SandboxError(f"{failure}: {err}") from err
         self._oom_seen = ready.get("oom_kills") or 0
         return container
 

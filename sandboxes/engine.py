@@ -14,8 +14,8 @@ PING_TIMEOUT_S = 3.0
 API_TIMEOUT_S = 120.0
 START_HINT = (
     "start one (`sudo systemctl start docker`, or a private one: `dockerd --iptables=false "
-    "--bridge=none --data-root DIR --exec-root DIR -H unix://SOCK` and export DOCKER_HOST=unix://SOCK), "
-    "or install it (Debian/Ubuntu: `apt-get install docker.io`)"
+    "--bridge=none --data-root DIR --exec-root DIR -H unix://SOCK` and export DOCKER_HOST=unix://SOCK); "
+    "if it is not installed: `apt-get install docker.io` (Debian/Ubuntu)"
 )
 
 

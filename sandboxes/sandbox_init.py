@@ -213,7 +213,10 @@ def main() -> None:
     # Other processes run as the same uid: without this they could ptrace us or use /proc/1/fd.
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    Init(Channel(int(sys.argv[1]), int(sys.argv[2]))).serve()
+    in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
+    for fd in {in_fd, out_fd}:
+        os.set_inheritable(fd, False)  # commands must not be able to talk to the owner as us
+    Init(Channel(in_fd, out_fd)).serve()
 
 
 if __name__ == "__main__":

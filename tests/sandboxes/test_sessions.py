@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sandbox_test_helpers import LoopbackServer
 
 from sandboxes.base import Mount, Sandbox, Session
 
@@ -93,3 +94,19 @@ def test_a_closed_session_refuses_to_run(backend: Sandbox, workdir: Path) -> Non
     session.close()  # idempotent
     with pytest.raises(Exception, match="closed"):
         session.run(["true"])
+
+
+def test_commands_inherit_nothing_but_stdio(session: Session) -> None:
+    """In particular not the channel to the sandbox's PID 1, which could forge results."""
+    result = session.run(["ls", "/proc/self/fd"])
+    assert result.stdout.split() == ["0", "1", "2", "3"]  # 3: the directory ls is listing
+
+
+def test_bwrap_gets_the_host_network_only_when_asked(workdir: Path, loopback_server: LoopbackServer) -> None:
+    from sandboxes.bwrap import BwrapSandbox
+
+    script = f"import socket; print(socket.create_connection(('127.0.0.1', {loopback_server.port}), 5).recv(100))"
+    with BwrapSandbox().open(workdir, network=True) as session:
+        result = session.run([PY, "-c", script])
+    assert result.ok, result.describe_failure()
+    assert loopback_server.token in result.stdout
