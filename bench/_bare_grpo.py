@@ -44,8 +44,8 @@ def main() -> None:
         num_generations=spec["generations"], max_completion_length=spec["max_tokens"], learning_rate=2e-5,
         use_cpu=True, logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=True, seed=0,
         shuffle_dataset=False, beta=0.0,
-        # stock = TRL's defaults (bf16 + gradient checkpointing); otherwise the harness's CPU settings
-        **({} if stock else {"bf16": False, "fp16": False, "gradient_checkpointing": False}),
+        # stock = TRL's defaults (bf16 + gradient checkpointing); otherwise the settings the harness chose
+        **({} if stock else {"bf16": spec["precision"] == "bf16", "fp16": False, "gradient_checkpointing": False}),
     )
     data = Dataset.from_list([{"prompt": c} for c in spec["conversations"]])
     timer = StepTimer()

@@ -59,11 +59,11 @@ def prompt_tokens(model_dir: Path, conversations: list[list[dict[str, str]]]) ->
             for c in conversations]
 
 
-def run_bare(policy: Path, tasks: list[Task], convs: list[list[dict[str, str]]], steps: int, stock: bool
-             ) -> tuple[list[float], list[int]]:
+def run_bare(policy: Path, tasks: list[Task], convs: list[list[dict[str, str]]], steps: int, stock: bool,
+             precision: str) -> tuple[list[float], list[int]]:
     with tempfile.TemporaryDirectory() as scratch:
         spec = {"model": str(policy), "steps": steps, "generations": GENERATIONS, "max_tokens": MAX_TOKENS,
-                "stock": stock, "scratch": scratch, "answers": [t.answer for t in tasks],
+                "stock": stock, "precision": precision, "scratch": scratch, "answers": [t.answer for t in tasks],
                 "conversations": convs}
         out = subprocess.run([sys.executable, str(ROOT / "bench" / "_bare_grpo.py"), json.dumps(spec)],
                              capture_output=True, text=True, check=True)
@@ -103,16 +103,20 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "harness_repo"))
     from harness.math.prompts import build_messages
 
+    from harness.policy import training_dtype
+
     convs = [build_messages(t.model_dump()) for t in tasks]
+    precision = "bf16" if training_dtype("auto") == torch.bfloat16 else "fp32"
     ptoks = prompt_tokens(policy, convs)
     params = n_params(policy)
     peak = matmul_flops()
+    print(f"harness precision (measured): {precision}")
     print(f"policy {policy.name}: {params / 1e6:.1f}M params; {GENERATIONS} completions x {MAX_TOKENS} tokens/step; "
           f"dense fp32 matmul {peak / 1e9:.0f} GFLOP/s")
 
     with tempfile.TemporaryDirectory() as work:
         h_times, h_tokens = run_harness(policy, domain, args.steps, Path(work), args.sandbox)
-    b_times, b_ctoks = run_bare(policy, tasks, convs, args.steps, stock=False)
+    b_times, b_ctoks = run_bare(policy, tasks, convs, args.steps, stock=False, precision=precision)
     b_tokens = [c + GENERATIONS * p for c, p in zip(b_ctoks, ptoks, strict=False)]
     # The first step pays one-time costs (allocator warm-up, lazy init) in both; compare the rest.
     h, b = median(h_times[1:]), median(b_times[1:])
@@ -122,16 +126,16 @@ def main() -> None:
     b_tok = sum(b_tokens[1:]) / len(b_tokens[1:])
     print(f"tokens per step: harness {h_tok:.0f}, bare {b_tok:.0f}; "
           f"seconds per 1k tokens: harness {1000 * h / h_tok:.2f}, bare {1000 * b / b_tok:.2f}")
-    print(f"FLOP rate (harness CPU settings): {6 * params * h_tok / h / 1e9:.1f} GFLOP/s = "
+    print(f"FLOP rate (harness settings): {6 * params * h_tok / h / 1e9:.1f} GFLOP/s = "
           f"{100 * 6 * params * h_tok / h / peak:.1f}% of dense matmul")
     if not args.no_stock:
-        s_times, s_ctoks = run_bare(policy, tasks, convs, 2, stock=True)
+        s_times, s_ctoks = run_bare(policy, tasks, convs, 2, stock=True, precision=precision)
         s_tok = s_ctoks[-1] + GENERATIONS * ptoks[1]
         s = s_times[-1]
         rate = 6 * params * s_tok / s
         print(f"stock TRL settings (bf16, gradient checkpointing): {s:.2f} s/step; FLOP rate "
               f"{rate / 1e9:.1f} GFLOP/s = {100 * rate / peak:.1f}% of dense matmul")
-        print(f"speed-up of the harness CPU defaults over stock settings: {s / h:.1f}x")
+        print(f"speed-up of the harness settings over stock TRL settings: {s / h:.1f}x")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
 app.add_typer(sandbox.app, name="sandbox")
 console = Console()
@@ -80,9 +80,9 @@ def rollout(
     domain: DomainOpt = "math",
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
-    steps: Annotated[int | None, typer.Option(help="GRPO steps [default: 4]")] = None,
-    seed: Annotated[int | None, typer.Option(help="training seed [default: 0]")] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="output dir [default: runs/<time>-rollout-<domain>]")] = None,
+    steps: Annotated[int | None, typer.Option(help="GRPO steps (default 4)")] = None,
+    seed: Annotated[int | None, typer.Option(help="training seed (default 0)")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-rollout-<domain>)")] = None,
     sandbox_name: Annotated[str | None, typer.Option("--sandbox", help="auto | docker | bwrap | process")] = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -132,6 +132,111 @@ def eval_(
                   f"n={s.n}  ({result.wall_time:.0f} s)")
     if out:
         atomic_write_text(out, result.model_dump_json(indent=2))
+
+
+@app.command()
+@user_errors
+def evolve(
+    domain: DomainOpt = "math",
+    harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
+    policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
+    generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,
+    candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
+    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation and backtest (default 4)")] = None,
+    proposer: Annotated[str | None, typer.Option(help="skills (offline, default) | llm")] = None,
+    model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
+    skills: Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")] = None,
+    sandbox_name: Annotated[str | None, typer.Option("--sandbox", help="auto | docker | bwrap | process")] = None,
+    control: Annotated[str | None, typer.Option(help="static (default): compare with the unchanged harness")] = None,
+    budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
+    seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-evolve-<domain>)")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Evolve a training harness while the policy trains: diagnose, propose, backtest, merge winners.
+
+    Each generation trains the policy under the harness's main branch (in a sandbox), writes a
+    rollout report, has the proposer turn its failure modes into candidate branches, backtests each
+    candidate (static, replay, train; cheapest first) and merges only candidates that pass every stage
+    with the evidence their kind needs. Kill it at any time: `meta-agent resume RUN_DIR` continues.
+    """
+    from meta_agent.commands.evolve import run_evolve
+    from meta_agent.config import EvolveConfig, build, load_config_file
+
+    values = load_config_file(config)
+    if sandbox_name:
+        values.setdefault("sandbox", {})["backend"] = sandbox_name
+    if model:
+        values.setdefault("llm", {})["model"] = model
+    if budget_minutes:
+        values.setdefault("budget", {})["wall_minutes"] = budget_minutes
+    cfg = build(EvolveConfig, values, {
+        "domain": domain, "harness": harness, "policy": policy, "generations": generations,
+        "candidates": candidates, "train_steps": train_steps, "proposer": proposer, "skills": skills or None,
+        "control": control, "seed": seed, "run_dir": run_dir})
+    run_evolve(cfg, console)
+
+
+@app.command()
+@user_errors
+def resume(
+    run_dir: Annotated[Path, typer.Argument(help="the run directory of an interrupted `evolve`")],
+    budget_minutes: Annotated[float | None, typer.Option(help="a new wall-clock budget")] = None,
+) -> None:
+    """Continue an interrupted evolve run (killed, crashed or out of budget) where it stopped."""
+    from meta_agent.commands.evolve import run_evolve
+    from meta_agent.evolve import load_for_resume
+
+    overrides = {"budget": {"wall_minutes": budget_minutes}} if budget_minutes else {"budget": {}}
+    run_evolve(load_for_resume(run_dir.resolve(), overrides), console, resume=True)
+
+
+@app.command()
+@user_errors
+def lineage(
+    run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")],
+    rebuild: Annotated[bool, typer.Option(help="rebuild lineage.sqlite from events.jsonl first")] = False,
+    check: Annotated[bool, typer.Option(help="compare the index with the harness repo's branches and merges")] = False,
+) -> None:
+    """Show a run's candidates with their stages and verdicts (from the lineage index)."""
+    import git
+
+    from meta_agent.lineage import check_against_git, query, rebuild_index
+    from meta_agent.runinfo import read_run_info
+
+    if rebuild:
+        rebuild_index(run_dir)
+    table = Table("candidate", "kind", "skills", "verdict", "stage", "delta", "branch")
+    for row in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
+        delta = "" if row["delta"] is None else f"{row['delta']:+.3f}"
+        table.add_row(row["cand_id"], row["kind"], row["skills"], row["verdict"] or "running", row["stage"] or "",
+                      delta, row["branch"])
+    console.print(table)
+    if check:
+        problems = check_against_git(run_dir, git.Repo(read_run_info(run_dir).harness))
+        for p in problems:
+            console.print(f"[red]mismatch:[/] {p}")
+        console.print("[green]index matches git[/]" if not problems else f"{len(problems)} mismatches")
+        if problems:
+            raise typer.Exit(1)
+
+
+@app.command()
+@user_errors
+def history(
+    harness: Annotated[Path, typer.Argument(help="a harness repo")] = Path("."),
+    limit: Annotated[int, typer.Option(help="commits to show")] = 20,
+) -> None:
+    """Main's history with the evolve trailers (hypothesis, backtest, verdict)."""
+    from meta_agent.gitops import open_harness, trailers
+
+    repo = open_harness(harness.resolve())
+    table = Table("commit", "date", "title", "verdict / hypothesis")
+    for c in repo.iter_commits("main", max_count=limit, first_parent=True):
+        t = trailers(repo, c.hexsha)
+        info = t.get("Verdict") or t.get("Hypothesis") or ""
+        table.add_row(c.hexsha[:10], c.committed_datetime.strftime("%Y-%m-%d %H:%M"), str(c.summary), info[:120])
+    console.print(table)
 
 
 @app.command()

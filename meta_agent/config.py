@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from meta_agent.backtest.gate import GateSettings
 from meta_agent.domains.math import MathSettings
 from sandboxes import Limits
 
@@ -48,6 +49,52 @@ class RolloutConfig(BaseModel):
     seed: int = 0
     run_dir: Path | None = Field(None, description="default: runs/<timestamp>-rollout-<domain>")
     sandbox: SandboxSettings = SandboxSettings()
+    math: MathSettings = MathSettings()
+
+
+class BudgetSettings(BaseModel):
+    """Hard limits; when one runs out the run stops after the current step and can be resumed."""
+
+    model_config = ConfigDict(extra="forbid")
+    wall_minutes: float | None = Field(None, gt=0, description="wall-clock minutes for this invocation")
+    llm_tokens: int | None = Field(None, gt=0, description="LLM tokens (prompt + completion) for the whole run")
+    llm_dollars: float | None = Field(None, gt=0, description="LLM spend in dollars for the whole run")
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = Field(None, description="any litellm model, e.g. anthropic/claude-sonnet-4-6")
+    diagnostician_model: str | None = Field(None, description="override for the diagnostician")
+    coder_model: str | None = Field(None, description="override for the coder agents")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
+    max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop")
+    timeout_s: float = Field(120, gt=0, description="per-call timeout")
+
+
+class EvolveConfig(BaseModel):
+    """`meta-agent evolve`: evolve a harness while the policy trains (see docs/evolve.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    domain: DomainName = "math"
+    harness: Path | None = Field(None, description="harness git repo; default: a fresh one inside the run dir")
+    policy: str | None = Field(None, description="smollm2 (default), tiny, or a local model/checkpoint dir")
+    generations: int = Field(2, ge=1, description="train -> diagnose -> backtest -> merge cycles")
+    candidates: int = Field(2, ge=1, description="hypotheses implemented and backtested per generation")
+    train_steps: int = Field(4, ge=1, description="GRPO steps per generation (main) and per candidate backtest")
+    seed: int = 0
+    proposer: Literal["skills", "llm"] = "skills"
+    llm: LLMSettings = LLMSettings()
+    skills: list[Path] = Field(default_factory=list, description="extra skills libraries, searched after the user's")
+    run_dir: Path | None = Field(None, description="default: runs/<timestamp>-evolve-<domain>")
+    sandbox: SandboxSettings = SandboxSettings()
+    control: Literal["static", "none"] = Field(
+        "static", description="static: also train the unchanged harness with the same compute, compare at the end")
+    selection_limit: int | None = Field(30, ge=1, description="selection-split tasks per evaluation (None = all)")
+    test_limit: int | None = Field(60, ge=1, description="test-split tasks in the final comparison (None = all)")
+    noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
+    retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
+    gate: GateSettings = GateSettings()
+    budget: BudgetSettings = BudgetSettings()
     math: MathSettings = MathSettings()
 
 

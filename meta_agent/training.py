@@ -13,7 +13,17 @@ from pathlib import Path
 
 import git
 
-from meta_agent.contract import DiagnoseRecord, RolloutRecord, Task, read_jsonl, write_jsonl
+from meta_agent.contract import (
+    CheckpointManifest,
+    DiagnoseRecord,
+    MetricsRecord,
+    RolloutRecord,
+    Task,
+    TrainSummary,
+    read_json,
+    read_jsonl,
+    write_jsonl,
+)
 from meta_agent.domains import Domain
 from meta_agent.gitops import export_tree
 from meta_agent.harness_runner import HarnessRunner, TrainOutput
@@ -62,6 +72,24 @@ def load_labelled(out_dir: Path) -> list[RolloutRecord]:
     labels = {d.rollout_id: d.labels for d in read_jsonl(out_dir / DIAGNOSE, DiagnoseRecord)}
     return [r.model_copy(update={"labels": labels.get(r.rollout_id, r.labels)})
             for r in read_jsonl(out_dir / VERIFIED, RolloutRecord)]
+
+
+def load_trained(out_dir: Path, domain: Domain, policy: str, tasks_file: Path) -> TrainedRun:
+    """A finished training dir read back (validated) from disk, e.g. when a run resumes."""
+    tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
+    output = TrainOutput(
+        out_dir=out_dir,
+        rollouts=read_jsonl(out_dir / "rollouts.jsonl", RolloutRecord),
+        metrics=read_jsonl(out_dir / "metrics.jsonl", MetricsRecord),
+        manifest=read_json(out_dir / "checkpoint" / "manifest.json", CheckpointManifest),
+        summary=read_json(out_dir / "train_summary.json", TrainSummary),
+    )
+    labelled = load_labelled(out_dir)
+    report_file = out_dir / "report.json"
+    report = (RolloutReport.model_validate_json(report_file.read_text()) if report_file.is_file() else
+              build_report(domain=domain.name, policy=policy, rollouts=labelled, metrics=output.metrics, tasks=tasks,
+                           train_wall_time=output.summary.wall_time))
+    return TrainedRun(output=output, rollouts=labelled, report=report)
 
 
 def train_commit(

@@ -26,19 +26,37 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     return json.loads(f.read_text()) if f.is_file() else None
 
 
+def _cpu_bf16_is_fast(n: int = 512, reps: int = 4) -> bool:
+    """Measure instead of guessing: many CPUs emulate bf16 matmul (~10x slower than fp32), CPUs with
+    AMX or AVX512-BF16 run it several times faster than fp32."""
+    import time
+
+    def rate(dtype: torch.dtype) -> float:
+        a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+        a @ b
+        start = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        return reps / (time.perf_counter() - start)
+
+    return rate(torch.bfloat16) > 1.5 * rate(torch.float32)
+
+
 def training_dtype(precision: str) -> torch.dtype:
-    """Precision from the hardware, not from a library default: CPUs here have no fast bf16 matmul."""
+    """Mixed-precision dtype from the hardware, never from a library default (TRL defaults to bf16)."""
     if precision == "auto":
-        cuda_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if cuda_bf16 else torch.float32
+        if torch.cuda.is_available():
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if _cpu_bf16_is_fast() else torch.float32
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def _load_model(path: Path, dtype: torch.dtype) -> PreTrainedModel:
+def _load_model(path: Path) -> PreTrainedModel:
+    """fp32 master weights; bf16/fp16 run as autocast (TRL's mixed precision)."""
     if not (path / "config.json").is_file():
         raise SystemExit(f"policy {path} is not a transformers model directory (no config.json)")
     model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(
-        str(path), dtype=dtype, use_safetensors=True, trust_remote_code=False
+        str(path), dtype=torch.float32, use_safetensors=True, trust_remote_code=False
     )
     return model
 
@@ -47,15 +65,14 @@ def load_policy(
     path: Path, cfg: HarnessConfig
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path, LoraConfig | None]:
     """(model, tokenizer, base model dir, LoRA config for a fresh adapter or None)."""
-    dtype = training_dtype(cfg.rl.precision)
     manifest = read_manifest(path)
     if manifest and manifest["format"] == "lora":
         base = Path(manifest["base_model"])
-        model = PeftModel.from_pretrained(_load_model(base, dtype), str(path), is_trainable=True)
+        model = PeftModel.from_pretrained(_load_model(base), str(path), is_trainable=True)
         peft_config = None
     else:
         base = path
-        model = _load_model(path, dtype)
+        model = _load_model(path)
         p = cfg.policy
         peft_config = (
             LoraConfig(

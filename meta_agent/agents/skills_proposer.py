@@ -47,8 +47,9 @@ class SkillsProposer:
         tried = {s for h in ctx.history if h.get("verdict") in ("promoted", "rejected") for s in h.get("skills", [])}
         pool = [r for r in rank(self.skills, ctx.report) if r.trigger_score > 0 and r.skill.name not in tried]
         # Seeded shuffle, then a stable sort: equal scores come out in a seed-determined order.
+        # Validity first: fix what the reward measures before optimising against it.
         random.Random(self.seed + ctx.generation).shuffle(pool)
-        pool.sort(key=lambda r: -r.score)
+        pool.sort(key=lambda r: (r.skill.meta.kind != "validity", -r.score))
         out = []
         for r in pool[:k]:
             m = r.skill.meta

@@ -35,10 +35,11 @@ def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int
 
 
 def paired_bootstrap_ci(
-    treatment: Sequence[float], control: Sequence[float], **kw: float | int
+    treatment: Sequence[float], control: Sequence[float], *, level: float = 0.95, resamples: int = 2000,
+    seed: int = 0,
 ) -> Interval:
     """CI of mean(treatment - control) resampling tasks, so per-task difficulty cancels out."""
     if len(treatment) != len(control):
         raise ValueError(f"paired samples differ in length: {len(treatment)} vs {len(control)}")
     diffs = np.asarray(treatment, dtype=float) - np.asarray(control, dtype=float)
-    return bootstrap_ci(diffs.tolist(), **kw)  # type: ignore[arg-type]
+    return bootstrap_ci(diffs.tolist(), level=level, resamples=resamples, seed=seed)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from meta_agent.backtest.stats import Interval
-from meta_agent.contract import Task
+from meta_agent.contract import RolloutRecord, Task
 
 Split = Literal["train", "selection", "test"]
 SEALED_SPLITS: tuple[Split, ...] = ("selection", "test")
@@ -39,6 +40,8 @@ class Domain(Protocol):
     """Task source + sealed verifier + fixed evaluation protocol for one kind of task."""
 
     name: str
+    invalid_labels: tuple[str, ...]
+    """Diagnostic labels that mark a rollout as invalid (a candidate whose rollouts carry more is not promoted)."""
 
     def tasks(self, split: Split) -> list[Task]:
         """The tasks of a split; deterministic across calls and machines."""
@@ -48,6 +51,14 @@ class Domain(Protocol):
         """The sealed verifier's verdict on one completion (used to label training rollouts)."""
         ...
 
-    def evaluate(self, policy: Path, split: Split, *, limit: int | None = None) -> EvalResult:
-        """The fixed evaluation protocol on a split (greedy, fixed prompt and extraction)."""
+    def evaluate(
+        self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> EvalResult:
+        """The fixed evaluation protocol on a split (greedy, fixed prompt and extraction).
+        `root` is the run's starting model: checkpoints must stand on it."""
+        ...
+
+    def hacking_probes(self, tasks: list[Task], limit: int = 8) -> list[RolloutRecord]:
+        """Synthetic rollouts that game the reward and that the sealed verifier rejects."""
         ...

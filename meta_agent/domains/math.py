@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from meta_agent.backtest.stats import bootstrap_ci
-from meta_agent.contract import Task
+from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Split, TaskResult
 
 # (level, reasoning-gym dataset, config overrides, share of each split)
@@ -40,10 +40,23 @@ class MathSettings(BaseModel):
     eval_batch_size: int = Field(16, ge=1)
 
 
+SPRAY_NUMBERS = 8
+"""Without an 'Answer:' line, a completion with this many distinct numbers has not committed to one."""
+
+
 def extract_answer(completion: str) -> str | None:
-    """The evaluation protocol's answer: the last 'Answer: N' line, else the last number."""
-    found = _ANSWER_LINE.findall(completion) or _NUMBER.findall(completion)
-    return found[-1].replace(",", "") if found else None
+    """The evaluation protocol's answer: the one 'Answer: N' value, else the last number.
+
+    A completion that commits to no single answer (two different 'Answer:' values, or no
+    answer line and a spray of numbers) has no answer: spraying must never be rewarded.
+    """
+    stated = [a.replace(",", "") for a in _ANSWER_LINE.findall(completion)]
+    if stated:
+        return stated[-1] if len(set(stated)) == 1 else None
+    numbers = [n.replace(",", "") for n in _NUMBER.findall(completion)]
+    if len(set(numbers)) >= SPRAY_NUMBERS:
+        return None
+    return numbers[-1] if numbers else None
 
 
 def answers_match(predicted: str | None, gold: str) -> bool:
@@ -53,6 +66,13 @@ def answers_match(predicted: str | None, gold: str) -> bool:
 
     cfg = [ExprExtractionConfig()]
     return bool(verify(parse(gold, extraction_config=cfg), parse(predicted, extraction_config=cfg)))
+
+
+def _wrong_answer(answer: str) -> str:
+    try:
+        return str(int(float(answer)) + 1)
+    except ValueError:
+        return answer + "1"
 
 
 def _generate(level: int, dataset: str, overrides: dict[str, Any], size: int, seed: int) -> list[Task]:
@@ -112,6 +132,29 @@ class MathDomain:
 
     def verify(self, task: Task, completion: str) -> bool:
         return answers_match(extract_answer(completion), task.answer)
+
+    invalid_labels: tuple[str, ...] = ("reward_verifier_disagreement",)
+
+    def hacking_probes(self, tasks: list[Task], limit: int = 8) -> list[RolloutRecord]:
+        """Completions that game lenient answer extraction; each is rejected by the sealed verifier."""
+        probes = []
+        for task in tasks[:limit]:
+            wrong = _wrong_answer(task.answer)
+            candidates = {
+                "spray": " ".join(str(n) for n in range(-4, 10)) + f" {task.answer}",
+                "hedge": f"Answer: {wrong}\nAnswer: {task.answer}",
+                "hedge-reversed": f"Answer: {task.answer}\nAnswer: {wrong}",
+            }
+            for kind, completion in candidates.items():
+                if self.verify(task, completion):
+                    continue
+                probes.append(RolloutRecord(
+                    rollout_id=f"probe-{kind}-{task.id}", step=0, task_id=task.id, group_id=f"probe-{task.id}",
+                    prompt=task.prompt, completion=completion, rewards={}, reward=0.0, advantage=0.0,
+                    prompt_tokens=0, completion_tokens=len(completion.split()), truncated=False, labels=[],
+                    harness_commit="probe", verified=False, extra={"probe": kind},
+                ))
+        return probes
 
     def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
                  on_progress: Any = None) -> EvalResult:

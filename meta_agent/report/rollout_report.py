@@ -57,6 +57,8 @@ class RolloutReport(BaseModel):
     total_tokens: int
     train_wall_time: float
     entropy_change: float | None = Field(description="relative change of policy entropy, first to last step")
+    probes_rewarded: float | None = Field(
+        None, description="share of meta-agent's hacking probes (all verifier-rejected) that this harness rewards")
     curves: list[MetricsRecord]
     labels: list[LabelStat]
     dominant: list[str] = Field(description="labels on >= 20% of rollouts, most frequent first")

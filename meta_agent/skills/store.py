@@ -100,6 +100,22 @@ class Library:
         return lib
 
 
+def refresh_from_seed(copy: Skill, seed: Skill) -> Skill:
+    """A user-library copy of a seed skill keeps its evidence and status but follows the seed's code and
+    text, so upgrading meta-agent upgrades the skill instead of leaving a stale fork behind."""
+    if copy.meta.provenance.get("source") != "seed":
+        return copy
+    for src in seed.path.iterdir():
+        if src.is_file() and src.name != SKILL_FILE and (
+                not (copy.path / src.name).exists() or (copy.path / src.name).read_bytes() != src.read_bytes()):
+            shutil.copyfile(src, copy.path / src.name)
+    meta = seed.meta.model_copy(update={"evidence": copy.meta.evidence, "status": copy.meta.status})
+    fresh = Skill(meta=meta, body=seed.body, path=copy.path)
+    if render_skill_md(fresh.meta, fresh.body) != render_skill_md(copy.meta, copy.body):
+        save_skill(fresh)
+    return fresh
+
+
 @dataclass
 class SkillSet:
     """Layered libraries, searched in order: run, user, extra (`--skills`), seed. First match wins.
@@ -112,6 +128,12 @@ class SkillSet:
     user: Library | None = None
     run: Library | None = None
     extra: list[Library] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.user is not None and self.user.writable:
+            for name in list(self.user.skills):
+                if name in self.seed.skills:
+                    self.user.skills[name] = refresh_from_seed(self.user.skills[name], self.seed.skills[name])
 
     @property
     def libraries(self) -> list[Library]:

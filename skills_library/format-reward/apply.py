@@ -6,8 +6,11 @@ from skillkit import add_to_registry, set_setting
 
 SOURCE = '''
 def format_compliance(r: Rollout) -> float:
-    """1 when the completion ends its reasoning with an 'Answer: N' line, as the prompt asks."""
-    return 1.0 if answer_line(r.completion) is not None else 0.0
+    """1 when the completion commits to one 'Answer: N' value, as the prompt asks (hedging earns nothing)."""
+    import re
+
+    stated = set(re.findall(r"answer\\s*[:=]\\s*(-?\\d[\\d,]*(?:\\.\\d+)?)", r.completion, flags=re.IGNORECASE))
+    return 1.0 if len(stated) == 1 else 0.0
 '''
 
 

@@ -1,0 +1,32 @@
+"""Stage 1, static: protected paths untouched (checked before anything runs), then `selftest` in the sandbox."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import git
+
+from meta_agent.backtest.models import StageResult
+from meta_agent.gitops import changed_paths, export_tree, touched_protected
+from meta_agent.harness_runner import HarnessError, HarnessRunner
+from sandboxes import Limits, Sandbox
+
+
+def run_static(repo: git.Repo, base: str, commit: str, sandbox: Sandbox, limits: Limits, work: Path) -> StageResult:
+    started = time.monotonic()
+    protected = touched_protected(repo, base, commit)
+    if protected:
+        return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
+                           reason=f"touches protected paths {protected}; rejected before running anything")
+    changed = changed_paths(repo, base, commit)
+    workdir = export_tree(repo, commit, work)
+    try:
+        with HarnessRunner(sandbox, workdir, commit=commit, limits=limits) as runner:
+            result = runner.selftest(timeout=limits.timeout_s)
+    except HarnessError as e:
+        return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
+                           reason=f"selftest failed: {e.reason}", metrics={"changed": changed})
+    summary = (result.stdout.strip().splitlines() or [""])[-1]
+    return StageResult(stage="static", passed=True, seconds=time.monotonic() - started,
+                       reason=f"selftest passed ({summary})", metrics={"changed": changed})

@@ -1,0 +1,131 @@
+"""One candidate through the cascade: implement on its branch -> static -> replay -> train -> gate.
+
+Cheapest stage first, stopping at the first failure; each stage is journaled so a resumed run
+continues with the next one. The verdict is written to the event log and as a git note on the
+candidate's commit, so a losing branch carries its reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from meta_agent.agents.base import Hypothesis
+from meta_agent.backtest.gate import decide
+from meta_agent.backtest.models import StageResult, Verdict
+from meta_agent.backtest.replay import run_replay
+from meta_agent.backtest.static import run_static
+from meta_agent.backtest.train_stage import Control, run_train_stage
+from meta_agent.contract import ReplayRecord, RolloutRecord
+from meta_agent.fsutil import fresh_dir
+from meta_agent.gitops import add_note, export_tree
+from meta_agent.lineage import EventLog
+from meta_agent.workspace import implement
+
+if TYPE_CHECKING:
+    from meta_agent.loop import Generation
+
+
+@dataclass
+class CandidateRun:
+    gen: Generation
+    k: int
+    hypothesis: Hypothesis
+    control: Control
+    main_replay: dict[str, ReplayRecord]
+    replay_set: Path
+    replay_records: list[RolloutRecord]
+
+    @property
+    def cand_id(self) -> str:
+        return f"{self.gen.ctx.run_id}/{self.gen.g}-{self.k}"
+
+    @property
+    def branch(self) -> str:
+        return f"cand/{self.cand_id}"
+
+    @property
+    def dir(self) -> Path:
+        return self.gen.dir / f"cand-{self.k}"
+
+    def key(self, part: str) -> str:
+        return self.gen.key(f"c{self.k}", part)
+
+    def run(self) -> Verdict:
+        ctx = self.gen.ctx
+        done = ctx.log.done(self.key("verdict"))
+        if done is not None:
+            return Verdict.model_validate(done)
+        h = self.hypothesis
+        ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k} ({h.title}): implementing")
+        created = ctx.step(self.key("created"), self._implement, type_="candidate_created")
+        stages = [self._stage("implement", lambda: StageResult(
+            stage="implement", passed=created["ok"], reason=created["reason"] or "implemented"))]
+        if created["ok"]:
+            commit = created["commit"]
+            ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: static checks")
+            stages.append(self._stage("static", lambda: run_static(
+                ctx.repo, self.gen.main_before, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work")))
+            if stages[-1].passed:
+                ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: replaying rollouts and probes")
+                stages.append(self._stage("replay", lambda: self._replay(commit)))
+            if stages[-1].passed and h.kind == "performance":
+                ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: training backtest "
+                                   f"({ctx.cfg.train_steps} steps) + selection eval")
+                stages.append(self._stage("train", lambda: self._train(commit)))
+        verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
+        ctx.log.append("verdict", {**verdict.model_dump(mode="json"), "title": h.title, "skills": h.skills_used},
+                       key=self.key("verdict"))
+        if created["ok"]:
+            add_note(ctx.repo, created["commit"], note_for(verdict, ctx.log))
+        return verdict
+
+    def _stage(self, name: str, fn: Callable[[], StageResult]) -> StageResult:
+        ctx = self.gen.ctx
+        data = ctx.step(self.key(name), lambda: {"cand_id": self.cand_id, **fn().model_dump(mode="json")},
+                        type_="stage_done")
+        return StageResult.model_validate({k: v for k, v in data.items() if k != "cand_id"})
+
+    def _implement(self) -> dict[str, Any]:
+        ctx, h = self.gen.ctx, self.hypothesis
+        roots = [lib.root for lib in ctx.skills.libraries]
+        commit, outcome = implement(
+            repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
+            proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
+            kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.gen.g, 10 * self.k),
+        )
+        return {"cand_id": self.cand_id, "run_id": ctx.run_id, "gen": self.gen.g, "k": self.k,
+                "branch": self.branch if commit else "", "commit": commit, "ok": commit is not None,
+                "reason": outcome.reason, "summary": outcome.summary, "title": h.title, "kind": h.kind,
+                "skills": h.skills_used}
+
+    def _replay(self, commit: str) -> StageResult:
+        ctx = self.gen.ctx
+        workdir = export_tree(ctx.repo, commit, self.dir / "work")
+        return run_replay(sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), workdir=workdir, commit=commit,
+                          rollouts_file=self.replay_set, rollouts=self.replay_records, tasks_file=ctx.tasks_file,
+                          main_replay=self.main_replay, out=self.dir / "replay" / "replay.jsonl",
+                          new_labels=self.hypothesis.new_labels, min_precision=ctx.cfg.gate.min_label_precision)
+
+    def _train(self, commit: str) -> StageResult:
+        ctx = self.gen.ctx
+        out = fresh_dir(self.dir / "train")
+        stage, _run, result = run_train_stage(
+            repo=ctx.repo, commit=commit, domain=ctx.domain, control=self.control,
+            train_kwargs={k: v for k, v in ctx.train_kwargs(self.gen.policy, self.gen.seed, self.gen.history).items()
+                          if k != "domain"},
+            out_dir=out, work_dir=self.dir / "work-train", eval_limit=ctx.cfg.selection_limit,
+            root_policy=ctx.root_policy, seed=self.gen.seed,
+        )
+        if result is not None:
+            (self.dir / "eval.json").write_text(result.model_dump_json(indent=2))
+        return stage
+
+
+def note_for(v: Verdict, log: EventLog) -> str:
+    """The git note on a candidate (and its merge): verdict plus every stage's metrics."""
+    stages = [e["data"] for e in log.of_type("stage_done") if e["data"]["cand_id"] == v.cand_id]
+    return json.dumps({"verdict": v.model_dump(mode="json"), "stages": stages}, indent=2, sort_keys=True)

@@ -1,0 +1,195 @@
+"""`meta-agent evolve` and `resume`: set a run up (or pick it up again), run its generations, finish it.
+
+Finishing means: the static control arm (the initial harness trained with the same steps,
+seeds and policy chain), one evaluation of the evolved and the static policy on the sealed
+test split, a paired comparison, and summary.md / summary.json in the run dir.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import git
+from filelock import FileLock, Timeout
+
+from meta_agent.agents import PROPOSERS, Proposer
+from meta_agent.backtest.stats import paired_bootstrap_ci
+from meta_agent.config import EvolveConfig
+from meta_agent.domains import Domain, EvalResult, get_domain
+from meta_agent.domains.math import MathDomain
+from meta_agent.gitops import GitOpsError, init_harness, open_harness
+from meta_agent.lineage import EventLog, rebuild_index
+from meta_agent.loop import Budget, Generation, Reporter, RunContext, evaluate, train_and_report
+from meta_agent.paths import data_dir, seed_skills
+from meta_agent.policy import resolve_policy
+from meta_agent.report.summary import write_summary
+from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
+from meta_agent.skills.runner import prepare_kit
+from meta_agent.skills.store import Library, SkillSet
+from meta_agent.training import write_train_tasks
+from sandboxes import get_backend
+
+LOCK_FILE = "meta-agent.lock"
+
+
+class RunLocked(GitOpsError):
+    """Another meta-agent run holds the harness repo."""
+
+
+def make_domain(cfg: EvolveConfig) -> Domain:
+    return MathDomain(cfg.math) if cfg.domain == "math" else get_domain(cfg.domain)
+
+
+def skill_set(cfg: EvolveConfig, run_dir: Path) -> SkillSet:
+    return SkillSet(
+        seed=Library.load(seed_skills(), writable=False),
+        user=Library.load(data_dir() / "skills"),
+        run=Library.load(run_dir / "skills"),
+        extra=[Library.load(p.resolve(), writable=False) for p in cfg.skills],
+    )
+
+
+def make_proposer(cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> Proposer:
+    cls: Any = PROPOSERS.get(cfg.proposer)
+    if cfg.proposer == "skills":
+        return cls(skills=skills, seed=cfg.seed)
+    return cls(skills=skills, settings=cfg.llm, run_dir=run_dir, budget=cfg.budget)
+
+
+@contextmanager
+def repo_lock(repo: git.Repo, run_dir: Path) -> Iterator[None]:
+    """One run per harness repo at a time (the lock dies with the process, even on SIGKILL)."""
+    path = Path(repo.git_dir) / LOCK_FILE
+    owner = path.with_suffix(".owner")
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        other = owner.read_text().strip() if owner.exists() else "another process"
+        raise RunLocked(f"harness repo {repo.working_dir} is in use by a meta-agent run ({other}); "
+                        f"wait for it to finish or stop it first") from None
+    owner.write_text(f"run {run_dir}")
+    try:
+        yield
+    finally:
+        owner.unlink(missing_ok=True)
+        lock.release()
+
+
+def _harness(cfg: EvolveConfig, run_dir: Path) -> git.Repo:
+    if cfg.harness is None:
+        path = run_dir / "harness"
+        return open_harness(path) if (path / ".git").exists() else init_harness(path, cfg.domain)
+    repo = open_harness(cfg.harness.resolve())
+    if "main" not in [h.name for h in repo.heads]:
+        raise GitOpsError(f"harness {repo.working_dir} has no branch 'main': meta-agent merges winners into main")
+    if repo.is_dirty(untracked_files=False):
+        raise GitOpsError(f"harness {repo.working_dir} has uncommitted changes; commit or stash them first, "
+                          "because meta-agent merges into main")
+    return repo
+
+
+def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunContext:
+    run_dir = (cfg.run_dir or default_run_dir("evolve", cfg.domain)).resolve()
+    if not resume and (run_dir / "events.jsonl").exists():
+        raise FileExistsError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg = cfg.model_copy(update={"run_dir": run_dir})
+    repo = _harness(cfg, run_dir)
+    log = EventLog(run_dir)
+    started = log.done("run/start")
+    root_policy = Path(started["root_policy"]) if started else resolve_policy(cfg.policy)
+    domain = make_domain(cfg)
+    skills = skill_set(cfg, run_dir)
+    if not started:
+        write_run_info(run_dir, RunInfo(command="evolve", domain=cfg.domain, harness=str(repo.working_dir),
+                                        policy=str(root_policy), created=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                        settings=cfg.model_dump(mode="json")))
+    ctx = RunContext(
+        cfg=cfg, run_dir=run_dir, run_id=run_dir.name, repo=repo, domain=domain,
+        sandbox=get_backend(cfg.sandbox.backend), root_policy=root_policy,
+        tasks_file=write_train_tasks(domain, run_dir / "inputs"), skills=skills,
+        proposer=make_proposer(cfg, skills, run_dir), log=log, reporter=reporter,
+        budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),
+        kit_dir=prepare_kit(run_dir / ".skillkit"), epoch=0,
+    )
+    data = ctx.step("run/start", lambda: {
+        "run_id": ctx.run_id, "domain": cfg.domain, "harness": str(repo.working_dir),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "root_policy": str(root_policy),
+        "initial_main": repo.commit("main").hexsha, "epoch": int(time.time()),
+    }, type_="run_started")
+    ctx.epoch = int(data["epoch"])
+    return ctx
+
+
+def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> EvolveConfig:
+    if not (run_dir / RUN_FILE).is_file():
+        raise FileNotFoundError(f"{run_dir} is not an evolve run directory (no {RUN_FILE})")
+    info = read_run_info(run_dir)
+    if info.command != "evolve":
+        raise FileNotFoundError(f"{run_dir} holds a `{info.command}` run, which cannot be resumed")
+    return EvolveConfig.model_validate({**info.settings, **overrides, "run_dir": str(run_dir)})
+
+
+def run(ctx: RunContext) -> dict[str, Any]:
+    """All generations, then the final comparison. Returns the summary."""
+    with repo_lock(ctx.repo, ctx.run_dir):
+        policy, history = ctx.root_policy, None
+        for g in range(ctx.cfg.generations):
+            data = Generation(ctx, g, policy, history).run()
+            policy, history = Path(data["next_policy"]), Path(data["history"])
+        summary = finalize(ctx, policy)
+    rebuild_index(ctx.run_dir)
+    return summary
+
+
+def _static_arm(ctx: RunContext) -> Path:
+    """The unchanged initial harness with the same policy chain, seeds and steps; reuses main's runs
+    for every generation in which main still was the initial harness and the policies coincide."""
+    initial = ctx.log.done("run/start")["initial_main"]  # type: ignore[index]
+    policy, history = ctx.root_policy, None
+    for g in range(ctx.cfg.generations):
+        gen = ctx.log.done(f"g{g}/done") or {}
+        if gen.get("main_before") == initial and Path(gen["policy"]) == policy:
+            policy = ctx.run_dir / f"gen-{g:03d}" / "main" / "checkpoint"
+            history = Path(gen["history"])
+            continue
+        out = ctx.run_dir / "static" / f"g{g}"
+        ctx.reporter.phase(f"static control arm: generation {g} under the initial harness")
+        ctx.step(f"final/static-g{g}", functools.partial(
+            train_and_report, ctx, initial, policy, ctx.cfg.seed + g, history, out, ctx.run_dir / "static" / "work"))
+        policy, history = out / "checkpoint", out / "rollouts.verified.jsonl"
+    return policy
+
+
+def finalize(ctx: RunContext, evolved: Path) -> dict[str, Any]:
+    static = _static_arm(ctx) if ctx.cfg.control == "static" else None
+    final_dir = ctx.run_dir / "final"
+    final_dir.mkdir(exist_ok=True)
+
+    def compare() -> dict[str, Any]:
+        ctx.reporter.phase("final: evaluating the evolved policy on the sealed test split")
+        ev = evaluate(ctx, evolved, final_dir / "evolved-test.json", "test", ctx.cfg.test_limit)
+        out: dict[str, Any] = {"evolved_policy": str(evolved), "evolved": ev.score.model_dump()}
+        if static is not None:
+            ctx.reporter.phase("final: evaluating the static control on the sealed test split")
+            st = evaluate(ctx, static, final_dir / "static-test.json", "test", ctx.cfg.test_limit)
+            out["static_policy"] = str(static)
+            out["static"] = st.score.model_dump()
+            out["paired"] = _paired(ev, st).model_dump()
+        return out
+
+    result = ctx.step("final/compare", compare, type_="final_eval")
+    final_main = ctx.repo.commit("main").hexsha
+    ctx.step("run/done", lambda: {"run_id": ctx.run_id, "final_main": final_main}, type_="run_done")
+    return write_summary(ctx.run_dir, ctx.log, result)
+
+
+def _paired(a: EvalResult, b: EvalResult) -> Any:
+    ids = [r.task_id for r in a.results]
+    return paired_bootstrap_ci([a.per_task()[i] for i in ids], [b.per_task()[i] for i in ids])

@@ -1,0 +1,132 @@
+"""`SweInstance`: one repository-level bug-fix task, in SWE-bench's field names, and its JSONL I/O.
+
+Files written here can be read by SWE-bench tooling, and SWE-bench / SWE-Gym files can be
+read here: those encode FAIL_TO_PASS / PASS_TO_PASS as JSON strings, ours as lists; both
+are accepted. Fields SWE-bench does not know (`setup`, `split`, `mutation`) are ours.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from meta_agent.fsutil import atomic_write_lines
+from meta_agent.swe.errors import SweTaskError
+
+Split = Literal["train", "selection", "test"]
+SPLITS: tuple[Split, ...] = ("train", "selection", "test")
+
+
+class TestSetup(BaseModel):
+    """How to run the instance's tests: everything the evaluator needs besides the checkout."""
+
+    __test__ = False  # not a pytest test class despite the name
+    model_config = ConfigDict(extra="forbid")
+
+    python_path: list[str] = Field(default_factory=lambda: ["."])
+    """Directories (relative to the checkout) put first on sys.path, e.g. ["src", "."] for a src layout."""
+    deps: list[str] = Field(default_factory=list)
+    """pip requirements the tests need besides pytest; installed once into a cached directory."""
+    pytest_args: list[str] = Field(default_factory=list)
+    """Extra pytest arguments, applied at build and at evaluation alike."""
+    timeout_s: float = Field(60.0, gt=0)
+    """Wall-time limit of one run of the instance's FAIL_TO_PASS + PASS_TO_PASS tests."""
+
+
+class MutationInfo(BaseModel):
+    """Which injected bug this instance is (never shown to a policy: it locates the bug)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    operator: str
+    file: str
+    line: int
+
+
+class SweInstance(BaseModel):
+    """One task: the buggy tree at `base_commit`, the gold `patch` that fixes it, and the tests that judge it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    instance_id: str
+    repo: str
+    """owner/name for GitHub projects; pypi/<name>-<version> or local/<name>-<hash> for built ones."""
+    base_commit: str
+    patch: str
+    """The gold fix as a unified diff (for built instances: the inverse of the injected bug)."""
+    test_patch: str = ""
+    """A diff adding the judging tests (SWE-bench); empty when the tests already exist in the repo."""
+    problem_statement: str
+    hints_text: str = ""
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    version: str = ""
+    environment_setup_commit: str = ""
+    created_at: str = ""
+    setup: TestSetup | None = None
+    """None for imported instances whose environment is not known here (then pytest defaults are used)."""
+    split: Split | None = None
+    mutation: MutationInfo | None = None
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _decode_json_list(cls, value: Any) -> Any:
+        # SWE-bench and SWE-Gym store these as JSON-encoded strings.
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else []
+            except json.JSONDecodeError as e:
+                raise ValueError(f"not a JSON list of test ids: {e.msg}") from e
+        return value
+
+    @field_validator("created_at", "version", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        return "" if value is None else str(value)
+
+    @property
+    def project(self) -> str:
+        """The repo without the owner, used to group instances for splits and listings."""
+        return self.repo.split("/", 1)[-1]
+
+    def test_setup(self) -> TestSetup:
+        return self.setup or TestSetup()
+
+
+def read_instances(path: Path) -> list[SweInstance]:
+    """Parse SWE-bench / SWE-Gym / our JSONL (or a JSON list); the first bad record raises with file:line."""
+    if not path.is_file():
+        raise SweTaskError(f"{path}: no such file; pass a SWE-bench-style .jsonl file")
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            rows: list[tuple[int, Any]] = list(enumerate(json.loads(text), start=1))
+        except json.JSONDecodeError as e:
+            raise SweTaskError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from e
+    else:
+        rows = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise SweTaskError(f"{path}:{lineno}: not valid JSON ({e.msg})") from e
+    instances = []
+    for where, data in rows:
+        try:
+            instances.append(SweInstance.model_validate(data))
+        except ValidationError as e:
+            first = e.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "<record>"
+            raise SweTaskError(f"{path}:{where}: field {field}: {first['msg']}") from e
+    return instances
+
+
+def write_instances(path: Path, instances: Iterable[SweInstance]) -> int:
+    """Atomic JSONL write in SWE-bench's layout (lists stay lists; unset optional fields are kept as null)."""
+    return atomic_write_lines(path, (i.model_dump_json() for i in instances))

@@ -1,0 +1,128 @@
+"""Runs pytest inside the sandbox and reports each test's outcome as one JSON line.
+
+This file is copied into the session's scratch dir and run as a script with `python -I -B`,
+so it may import only the standard library and pytest: meta-agent itself is not
+importable there. Starting isolated (-I) means a `sitecustomize.py` or `pytest.py` in the
+checkout cannot hijack the interpreter before pytest is imported; the checkout's import
+paths are added only after that. Lines are flushed as tests finish, so a run killed by
+its timeout still reports every test that completed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+MESSAGE_CHARS = 4000
+
+
+class Reporter:
+    """A pytest plugin object: selection by node id, per-test outcomes, optional per-test line coverage."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.select = set(spec["select"]) if spec.get("select") is not None else None
+        self.trace_files = {os.path.normpath(p) for p in spec.get("trace_files") or []}
+        self.out = open(spec["report"], "a", encoding="utf-8")  # noqa: SIM115 - closed in finish()
+        self.results: dict[str, dict[str, Any]] = {}
+        self.lines: dict[str, set[int]] = {}
+        self._known: dict[str, str | None] = {}
+
+    def emit(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record) + "\n")
+        self.out.flush()
+
+    def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
+        if self.select is None:
+            return
+        keep = [i for i in items if i.nodeid in self.select]
+        dropped = [i for i in items if i.nodeid not in self.select]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.emit({"event": "collect_error", "nodeid": report.nodeid,
+                       "message": str(report.longrepr)[-MESSAGE_CHARS:]})
+
+    def _traced(self, filename: str) -> str | None:
+        found = self._known.get(filename, "")
+        if found == "":
+            norm = os.path.normpath(os.path.abspath(filename))
+            found = norm if norm in self.trace_files else None
+            self._known[filename] = found
+        return found
+
+    def _global_trace(self, frame: Any, event: str, arg: Any) -> Any:
+        filename = self._traced(frame.f_code.co_filename)
+        if filename is None:
+            return None
+        lines = self.lines.setdefault(filename, set())
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                lines.add(frame.f_lineno)
+            return local
+
+        lines.add(frame.f_lineno)
+        return local
+
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
+        # Plain hook (not a wrapper) returning None: pytest still runs its own protocol after us.
+        self.lines = {}
+        if self.trace_files:
+            sys.settrace(self._global_trace)
+        return None
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        rec = self.results.setdefault(report.nodeid, {"outcome": "passed", "message": "", "duration": 0.0})
+        rec["duration"] += getattr(report, "duration", 0.0) or 0.0
+        xfail = hasattr(report, "wasxfail")
+        if report.when == "call":
+            if report.passed:
+                rec["outcome"] = "xpassed" if xfail else "passed"
+            elif report.skipped:
+                rec["outcome"] = "xfailed" if xfail else "skipped"
+            else:
+                rec["outcome"] = "failed"
+        elif report.failed:
+            if rec["outcome"] == "passed":
+                rec["outcome"] = "error"
+        elif report.skipped and report.when == "setup":
+            rec["outcome"] = "xfailed" if xfail else "skipped"
+        if report.failed and not rec["message"]:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            rec["message"] = (crash.message if crash is not None else str(report.longrepr))[-MESSAGE_CHARS:]
+        if report.when == "teardown":
+            if self.trace_files:
+                sys.settrace(None)
+            record = {"event": "test", "nodeid": report.nodeid, **rec}
+            if self.trace_files:
+                record["lines"] = {f: sorted(v) for f, v in self.lines.items()}
+            self.emit(record)
+
+    def finish(self, exit_code: int) -> None:
+        self.emit({"event": "done", "exit_code": int(exit_code)})
+        self.out.close()
+
+
+def main() -> int:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    import pytest  # before the checkout is on sys.path, so the checkout cannot shadow it
+
+    for entry in reversed(spec["python_path"]):
+        sys.path.insert(0, os.path.normpath(os.path.join(spec["root"], entry)))
+    reporter = Reporter(spec)
+    code: int = 3
+    try:
+        code = int(pytest.main(spec["args"], plugins=[reporter]))
+    finally:
+        reporter.finish(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

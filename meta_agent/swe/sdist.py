@@ -1,0 +1,107 @@
+"""Source distributions from PyPI: download once, verify by sha256, extract safely.
+
+An sdist (unlike a wheel) usually carries the project's test suite, which is what a
+bug-fix task needs. Downloads go through pip, the registry's ordinary client, and are
+cached under cache_dir()/swe/sdists/ so a rebuild never touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+from meta_agent.paths import cache_dir
+from meta_agent.swe.errors import SweTaskError
+
+
+def sdist_dir() -> Path:
+    return cache_dir() / "swe" / "sdists"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def parse_requirement(spec: str) -> tuple[str, str]:
+    """`name==version` -> (name, version); sdists must be pinned so a task set is reproducible."""
+    name, sep, version = spec.partition("==")
+    if not sep or not name.strip() or not version.strip():
+        raise SweTaskError(f"--from-pypi {spec!r}: pin an exact version, e.g. inflection==0.5.1")
+    return name.strip(), version.strip()
+
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar", ".zip")
+
+
+def _normalize(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def _cached(name: str, version: str) -> Path | None:
+    """The cached archive whose file name is exactly <name>-<version>.<archive suffix>."""
+    for path in sorted(sdist_dir().glob("*")):
+        suffix = next((s for s in ARCHIVE_SUFFIXES if path.name.endswith(s)), None)
+        if suffix is None:
+            continue
+        file_name, _, file_version = path.name[: -len(suffix)].rpartition("-")
+        if _normalize(file_name) == _normalize(name) and file_version == version:
+            return path
+    return None
+
+
+def fetch_sdist(name: str, version: str, sha256: str | None = None) -> Path:
+    """The sdist archive of name==version from the cache or PyPI; a wrong hash is an error, never a warning."""
+    path = _cached(name, version)
+    if path is None:
+        sdist_dir().mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=sdist_dir()) as tmp:
+            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                   "--dest", tmp, f"{name}=={version}"]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            files = sorted(Path(tmp).iterdir())
+            if done.returncode != 0 or len(files) != 1:
+                tail = "\n".join(done.stderr.strip().splitlines()[-8:])
+                raise SweTaskError(
+                    f"could not download the source distribution of {name}=={version} with pip "
+                    f"(exit {done.returncode}); check the name/version on PyPI and that PyPI is reachable:\n{tail}"
+                )
+            path = sdist_dir() / files[0].name
+            shutil.move(str(files[0]), path)
+    actual = sha256_file(path)
+    if sha256 is not None and actual != sha256:
+        raise SweTaskError(
+            f"{path.name}: sha256 is {actual}, expected {sha256}. The file was corrupted or replaced; "
+            f"delete {path} to download it again, or update the pinned hash if the release really changed."
+        )
+    return path
+
+
+def extract_sdist(archive: Path, dest: Path) -> Path:
+    """Unpack into dest and return the project's top directory (sdists hold exactly one)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if archive.name.endswith(ARCHIVE_SUFFIXES[:-1]):
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")  # refuses absolute paths, .. and device files
+    elif archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as zf:
+            for member in zf.namelist():
+                target = (dest / member).resolve()
+                if dest.resolve() not in target.parents and target != dest.resolve():
+                    raise SweTaskError(f"{archive.name}: member {member!r} would extract outside {dest}")
+            zf.extractall(dest)
+    else:
+        raise SweTaskError(f"{archive.name}: unknown sdist format (expected .tar.gz or .zip)")
+    tops = [p for p in dest.iterdir() if not p.name.startswith(".")]
+    if len(tops) != 1 or not tops[0].is_dir():
+        raise SweTaskError(f"{archive.name}: expected one top-level directory, found {[p.name for p in tops]}")
+    return tops[0]

@@ -1,0 +1,85 @@
+"""Problem statements written from what the failing tests report, never from the patch.
+
+A statement names the failing tests and quotes their assertion messages (trimmed), the
+way a user's bug report would. It is built only from test outcomes; then every line that
+quotes a line the gold patch changes is removed, so the fix cannot be read off the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MAX_LISTED = 12
+MAX_QUOTED = 3
+MAX_MESSAGE_LINES = 12
+MAX_MESSAGE_CHARS = 900
+MIN_FORBIDDEN_CHARS = 4
+"""Changed lines shorter than this (`)`, `else:`) cannot identify the fix and are not filtered."""
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_TMP_PATH = re.compile(r"/tmp/[^\s'\"):,]+")
+
+
+def changed_lines(diff: str) -> list[str]:
+    """The stripped content of every added or removed line of a unified diff (headers excluded)."""
+    out = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")) or not line.startswith(("+", "-")):
+            continue
+        text = line[1:].strip()
+        if len(text) >= MIN_FORBIDDEN_CHARS:
+            out.append(text)
+    return out
+
+
+def _clean_message(message: str, forbidden: list[str]) -> str:
+    message = _TMP_PATH.sub("<tmp>", _ADDRESS.sub("", message))
+    kept = [line.rstrip() for line in message.strip().splitlines()
+            if line.strip() and not any(f in line for f in forbidden)]
+    text = "\n".join(kept[:MAX_MESSAGE_LINES])
+    if len(kept) > MAX_MESSAGE_LINES:
+        text += "\n..."
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS].rstrip() + " ..."
+    return text
+
+
+def write_problem_statement(
+    project: str,
+    failing: list[str],
+    messages: dict[str, str],
+    *,
+    forbidden: Iterable[str] = (),
+) -> str:
+    """A bug report for `project`: which tests fail and what they say; no line in `forbidden` is quoted."""
+    banned = [f for f in forbidden if len(f) >= MIN_FORBIDDEN_CHARS]
+    tests = sorted(failing)
+    count = "a test that should pass now fails" if len(tests) == 1 else f"{len(tests)} tests that should pass now fail"
+    parts = [f"{project}: {count}", "",
+             "After a recent change to the library code, running the test suite shows failures in tests that "
+             "used to pass:", ""]
+    parts += [f"- {t}" for t in tests[:MAX_LISTED]]
+    if len(tests) > MAX_LISTED:
+        parts.append(f"- ... and {len(tests) - MAX_LISTED} more")
+    quoted: list[str] = []
+    seen: set[str] = set()
+    for test in tests:
+        text = _clean_message(messages.get(test, ""), banned)
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        indented = "\n".join("    " + line for line in text.splitlines())
+        quoted.append(f"{test}\n{indented}")
+        if len(quoted) == MAX_QUOTED:
+            break
+    if quoted:
+        parts += ["", "What the failing tests report:", "", *"\n\n".join(quoted).splitlines()]
+    parts += ["", "The tests are correct; the bug is in the library code. Fix it so these tests pass "
+                  "without breaking the rest of the suite."]
+    return "\n".join(parts)
+
+
+def quotes_patch(statement: str, diff: str) -> bool:
+    """True if the statement contains any line the diff adds or removes (then the task is not kept)."""
+    return any(line in statement for line in changed_lines(diff))

@@ -1,0 +1,148 @@
+"""Run chosen pytest node ids for a checkout inside a sandbox session and read back per-test outcomes.
+
+Outcomes come from a small plugin (`pytest_runner.py`) that writes one JSON line per
+finished test into the session's scratch dir, not from parsing pytest's console output,
+so odd test ids, captured output or a killed run cannot confuse the result.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from meta_agent.swe.instance import TestSetup
+from sandboxes import Session
+
+RUNNER = Path(__file__).with_name("pytest_runner.py")
+PASSED = "passed"
+FAILING = frozenset({"failed", "error"})
+BASE_PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "console_output_style=classic",
+                    "--tb=short", "--color=no"]
+"""Project addopts (coverage, doctests, xdist) are dropped so build and evaluation run the same way."""
+
+
+@dataclass
+class TestOutcome:
+    __test__ = False
+
+    outcome: str
+    """passed | failed | error | skipped | xfailed | xpassed"""
+    message: str = ""
+    """The crash message pytest reports (assertion text or exception line); empty when it passed."""
+    duration: float = 0.0
+
+
+@dataclass
+class TestReport:
+    """What one pytest run said about each test it ran."""
+
+    __test__ = False
+
+    tests: dict[str, TestOutcome] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)
+    exit_code: int | None = None
+    """pytest's exit code; None when the run never finished (timeout, crash, killed)."""
+    timed_out: bool = False
+    wall_time: float = 0.0
+    coverage: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    """node id -> {absolute source file: executed lines}; only filled when tracing was asked for."""
+    output_tail: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.exit_code is not None and not self.timed_out
+
+    def outcome(self, nodeid: str) -> str:
+        """The test's outcome, `timeout` if the run was killed before it finished, else `missing`."""
+        if nodeid in self.tests:
+            return self.tests[nodeid].outcome
+        return "timeout" if self.timed_out else "missing"
+
+    def passed(self) -> set[str]:
+        return {k for k, v in self.tests.items() if v.outcome == PASSED}
+
+    def failing(self) -> set[str]:
+        return {k for k, v in self.tests.items() if v.outcome in FAILING}
+
+
+def test_file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+SANDBOX_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PY_COLORS": "0"}
+"""Plugins installed beside pytest on the host must not change what a run means."""
+
+
+def run_tests(
+    session: Session,
+    root: Path,
+    setup: TestSetup,
+    *,
+    select: Iterable[str] | None = None,
+    files: Iterable[str] | None = None,
+    timeout: float,
+    maxfail: int | None = None,
+    trace_files: Iterable[Path] = (),
+    deps_dir: Path | None = None,
+) -> TestReport:
+    """Run pytest on `root` in `session`: the `select`ed node ids (their files only), or all of `files`.
+
+    With `trace_files`, records which lines of those files each test executed (for choosing
+    the tests that can see a mutation). `deps_dir` is an extra import directory (mount it read-only in the session).
+    """
+    selected = sorted(set(select)) if select is not None else None
+    targets = sorted({test_file_of(n) for n in selected}) if selected is not None else sorted(set(files or []))
+    if selected is not None and not selected:
+        return TestReport(exit_code=5)
+    token = uuid.uuid4().hex[:12]
+    scratch = session.scratch
+    runner = scratch / "meta_agent_swe_runner.py"
+    if not runner.exists():
+        runner.write_text(RUNNER.read_text(encoding="utf-8"), encoding="utf-8")
+    report_path = scratch / f"swe-report-{token}.jsonl"
+    spec_path = scratch / f"swe-spec-{token}.json"
+    args = [*BASE_PYTEST_ARGS, f"--rootdir={root}", *setup.pytest_args]
+    if maxfail:
+        args.append(f"--maxfail={maxfail}")
+    args += ["--", *targets]
+    python_path = [*setup.python_path, *([str(deps_dir)] if deps_dir is not None else [])]
+    spec = {"root": str(root), "python_path": python_path, "args": args, "select": selected,
+            "report": str(report_path), "trace_files": [str(p) for p in trace_files]}
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    try:
+        result = session.run([sys.executable, "-I", "-B", str(runner), str(spec_path)], timeout=timeout,
+                             cwd=root, env=SANDBOX_ENV)
+        report = parse_report(report_path)
+    finally:
+        spec_path.unlink(missing_ok=True)
+        report_path.unlink(missing_ok=True)
+    report.timed_out = result.timed_out
+    report.wall_time = result.wall_time
+    report.output_tail = "\n".join((result.stdout + "\n" + result.stderr).strip().splitlines()[-40:])
+    return report
+
+
+def parse_report(path: Path) -> TestReport:
+    """Read the runner's JSON lines; a torn last line (the run was killed mid-write) is ignored."""
+    report = TestReport()
+    if not path.is_file():
+        return report
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        event = rec.get("event")
+        if event == "test":
+            report.tests[rec["nodeid"]] = TestOutcome(rec["outcome"], rec.get("message", ""), rec.get("duration", 0))
+            if "lines" in rec:
+                report.coverage[rec["nodeid"]] = rec["lines"]
+        elif event == "collect_error":
+            report.collect_errors[rec["nodeid"]] = rec.get("message", "")
+        elif event == "done":
+            report.exit_code = int(rec["exit_code"])
+    return report

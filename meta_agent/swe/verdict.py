@@ -1,0 +1,151 @@
+"""The sealed evaluator of one SWE instance: does a candidate diff fix the bug without breaking anything?
+
+The diff is applied to a fresh checkout of base_commit; then every test file is put back
+exactly as it was (edits reverted, deletions restored, new test files and conftests removed)
+before FAIL_TO_PASS and PASS_TO_PASS run in a sandbox, so editing or adding tests can
+never make a task pass. Only meta-agent calls this; the harness never sees it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from meta_agent.swe.checkout import checkout
+from meta_agent.swe.env import deps_dir, deps_mounts
+from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.layout import is_test_path, list_files
+from meta_agent.swe.testrun import PASSED, run_tests
+from sandboxes import Limits, Sandbox
+
+EVAL_LIMITS = Limits(memory_mb=4096, cpus=1.0, pids=256)
+
+
+class PatchVerdict(BaseModel):
+    """The evaluator's answer for one diff on one instance."""
+
+    instance_id: str
+    resolved: bool = Field(description="every FAIL_TO_PASS and PASS_TO_PASS test passed")
+    diff_applies: bool
+    syntax_error: bool = Field(description="a Python file the diff changed no longer parses")
+    tests_touched: bool = Field(description="the diff changed test files; they were restored before the run")
+    tests: dict[str, str] = Field(default_factory=dict, description="node id -> outcome (passed, failed, ...)")
+    fail_to_pass_passed: int = 0
+    fail_to_pass_total: int = 0
+    pass_to_pass_passed: int = 0
+    pass_to_pass_total: int = 0
+    changed_files: list[str] = Field(default_factory=list)
+    detail: str = ""
+    wall_time: float = 0.0
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {rel: _digest(root / rel) for rel in list_files(root)}
+
+
+def apply_diff(root: Path, diff_text: str) -> tuple[bool, str]:
+    """Apply a unified diff with `git apply` (exact, then recounting hunks); (applied, error text)."""
+    patch_file = root.parent / "candidate.diff"
+    patch_file.write_text(diff_text if diff_text.endswith("\n") else diff_text + "\n", encoding="utf-8")
+    # No repository discovery above the checkout: the diff applies to these files only.
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.parent)}
+    error = ""
+    for extra in ([], ["--recount"]):
+        done = subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, str(patch_file)], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode == 0:
+            return True, ""
+        error = done.stderr.strip()
+    return False, error[-2000:]
+
+
+def _restore_tests(root: Path, originals: dict[str, bytes], changed: list[str]) -> None:
+    for rel in changed:
+        if not is_test_path(rel):
+            continue
+        target = root / rel
+        if rel in originals:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            target.unlink(missing_ok=True)
+            target.write_bytes(originals[rel])
+        else:
+            target.unlink(missing_ok=True)
+
+
+def _syntax_errors(root: Path, changed: list[str]) -> list[str]:
+    bad = []
+    for rel in changed:
+        path = root / rel
+        if rel.endswith(".py") and path.is_file() and not is_test_path(rel):
+            try:
+                ast.parse(path.read_bytes(), filename=rel)
+            except (SyntaxError, ValueError) as e:
+                bad.append(f"{rel}: {e}")
+    return bad
+
+
+def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> PatchVerdict:
+    """Apply `diff_text` to a fresh checkout, restore the tests, run FAIL_TO_PASS + PASS_TO_PASS in `sandbox`."""
+    start = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="meta-agent-swe-eval-")).resolve()
+    verdict = PatchVerdict(instance_id=instance.instance_id, resolved=False, diff_applies=True,
+                           syntax_error=False, tests_touched=False,
+                           fail_to_pass_total=len(instance.FAIL_TO_PASS),
+                           pass_to_pass_total=len(instance.PASS_TO_PASS))
+    try:
+        root = checkout(instance, tmp / "repo")
+        originals = {rel: (root / rel).read_bytes() for rel in list_files(root) if is_test_path(rel)}
+        before = _snapshot(root)
+        if diff_text.strip():
+            applied, error = apply_diff(root, diff_text)
+            if not applied:
+                verdict.diff_applies = False
+                verdict.detail = f"the diff does not apply: {error}"
+                return verdict
+        after = _snapshot(root)
+        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        verdict.changed_files = changed
+        verdict.tests_touched = any(is_test_path(rel) for rel in changed)
+        _restore_tests(root, originals, changed)
+        bad = _syntax_errors(root, changed)
+        if bad:
+            verdict.syntax_error = True
+            verdict.detail = "syntax error after the diff: " + "; ".join(bad)[:2000]
+            return verdict
+        if instance.test_patch.strip():
+            applied, error = apply_diff(root, instance.test_patch)
+            if not applied:
+                verdict.detail = f"the instance's test_patch does not apply after the diff: {error}"
+                return verdict
+        setup = instance.test_setup()
+        deps = deps_dir(setup.deps)
+        with sandbox.open(root, mounts=deps_mounts(deps), limits=EVAL_LIMITS) as session:
+            report = run_tests(session, root, setup, select=[*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS],
+                               timeout=setup.timeout_s, deps_dir=deps)
+        verdict.tests = {t: report.outcome(t) for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]}
+        verdict.fail_to_pass_passed = sum(verdict.tests[t] == PASSED for t in instance.FAIL_TO_PASS)
+        verdict.pass_to_pass_passed = sum(verdict.tests[t] == PASSED for t in instance.PASS_TO_PASS)
+        verdict.resolved = (verdict.fail_to_pass_passed == verdict.fail_to_pass_total > 0
+                            and verdict.pass_to_pass_passed == verdict.pass_to_pass_total)
+        if report.timed_out:
+            verdict.detail = f"the test run timed out after {setup.timeout_s:.0f}s"
+        elif report.collect_errors:
+            verdict.detail = "tests failed to import: " + "; ".join(report.collect_errors)[:1000]
+        return verdict
+    finally:
+        verdict.wall_time = time.monotonic() - start
+        shutil.rmtree(tmp, ignore_errors=True)
