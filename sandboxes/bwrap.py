@@ -29,11 +29,12 @@ from typing import Any
 
 from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
 from sandboxes.bwrap_args import CgroupJoin, copy_etc, sandbox_args
-from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup
+from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
 from sandboxes.mounts import session_mounts
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`)"
+SESSION_DIR_PREFIX = "meta-agent-bwrap-"
 START_TIMEOUT_S = 60.0
 GRACE_S = 10.0
 """How long a killed run may take to report back before the whole sandbox is torn down."""
@@ -43,6 +44,14 @@ RLIMIT_OOM_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "
 # --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that spawned bwrap
 # exits. Spawning from this one long-lived thread ties sessions to the process instead.
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawn")
+
+
+def _sweep_stale_session_dirs() -> None:
+    """Delete the session dirs (scratch, /etc copy) of owners that died without closing them."""
+    for path in Path(tempfile.gettempdir()).glob(f"{SESSION_DIR_PREFIX}*-*"):
+        owner = path.name[len(SESSION_DIR_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not pid_alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class _Sandbox:
@@ -97,7 +106,8 @@ class BwrapSession:
         self._lock = threading.Lock()
         self._closed = False
         self._sandbox: _Sandbox | None = None
-        self._dir = Path(tempfile.mkdtemp(prefix="meta-agent-bwrap-")).resolve()
+        _sweep_stale_session_dirs()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{SESSION_DIR_PREFIX}{os.getpid()}-")).resolve()
         self.scratch = self._dir / "scratch"
         self.cgroup: SessionCgroup | None = None
         self.limit_mode = "rlimits (cgroups not requested)"

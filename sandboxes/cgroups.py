@@ -45,7 +45,8 @@ def _keyed_value(text: str, key: str) -> int:
     return 0
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (owners of stale session resources are not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -96,7 +97,7 @@ def _sweep_stale(parent: Path) -> None:
         return
     for child in children:
         match = _NAME_RE.match(child.name)
-        if match and int(match.group(1)) != os.getpid() and not _pid_alive(int(match.group(1))):
+        if match and int(match.group(1)) != os.getpid() and not pid_alive(int(match.group(1))):
             try:
                 _kill_procs(child, deadline_s=1.0)
                 _rmdir(child, deadline_s=1.0)

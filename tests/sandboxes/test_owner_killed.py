@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import uuid
 from pathlib import Path
@@ -63,3 +64,10 @@ def test_sigkill_of_the_owner_ends_the_sandbox(backend: Sandbox, workdir: Path) 
     assert wait_until(lambda: not host_processes_with(marker), timeout=30), "sandboxed process outlived its owner"
     if backend.name == "docker":
         assert wait_until(lambda: not _containers_of(owner.pid), timeout=30), "container outlived its owner"
+    else:
+        from sandboxes.bwrap import SESSION_DIR_PREFIX
+
+        left = list(Path(tempfile.gettempdir()).glob(f"{SESSION_DIR_PREFIX}{owner.pid}-*"))
+        assert left, "expected the killed owner's session dir (it could not clean up)"
+        backend.open(workdir).close()  # the next session sweeps it
+        assert not [p for p in left if p.exists()]
