@@ -29,6 +29,7 @@ console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
 DomainOpt = Annotated[str, typer.Option("--domain", "-d", help="math | code | swe")]
+OptDomainOpt = Annotated[str | None, typer.Option("--domain", "-d", help="math | code | swe (default math)")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
 
 
@@ -77,7 +78,7 @@ def init(
 @app.command()
 @user_errors
 def rollout(
-    domain: DomainOpt = "math",
+    domain: OptDomainOpt = None,
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
     steps: Annotated[int | None, typer.Option(help="GRPO steps (default 4)")] = None,
@@ -137,7 +138,7 @@ def eval_(
 @app.command()
 @user_errors
 def evolve(
-    domain: DomainOpt = "math",
+    domain: OptDomainOpt = None,
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
     generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,

@@ -82,6 +82,14 @@ def _watch_steps(path: Path, on_step: Callable[[int], None] | None) -> Iterator[
         t.join()
 
 
+def _pytest_reason(result: RunResult) -> str:
+    """pytest's own error lines ('E   ...') first, then the summary: the cause, not just 'collection failed'."""
+    lines = (result.stdout + "\n" + result.stderr).splitlines()
+    errors = [ln.strip() for ln in lines if ln.startswith("E   ")][:8]
+    head = result.describe_failure(tail_lines=6)
+    return head + ("\nerrors:\n" + "\n".join(errors) if errors else "")
+
+
 class HarnessRunner:
     """One sandbox session on one exported harness commit."""
 
@@ -121,7 +129,11 @@ class HarnessRunner:
         return result
 
     def selftest(self, timeout: float = 600) -> RunResult:
-        return self._run("selftest", [], timeout)
+        result = self.session.run([sys.executable, "-m", "harness", "selftest"], timeout=timeout,
+                                  env={"HARNESS_COMMIT": self.commit})
+        if not result.ok:
+            raise HarnessError("selftest", _pytest_reason(result))
+        return result
 
     def train(
         self,

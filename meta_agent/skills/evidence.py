@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from meta_agent.skills.model import Evidence
-from meta_agent.skills.store import SkillSet, save_skill
+from meta_agent.skills.store import SkillSet
 
 
 def record(skills: SkillSet, name: str, evidence: Evidence, retire_after: int) -> bool:
     """Append `evidence` (once per run and commit) to the skill; returns True if this retired it."""
-    skill = skills.writable_copy(name)
+    skill = skills.get(name)
     meta = skill.meta
     if any(e.run == evidence.run and e.commit == evidence.commit for e in meta.evidence):
         return False
@@ -17,12 +17,12 @@ def record(skills: SkillSet, name: str, evidence: Evidence, retire_after: int) -
     retired = (meta.status == "active" and len(recent) == retire_after and not any(e.won for e in recent))
     if retired:
         meta.status = "retired"
-    save_skill(skill)
+    skills.save(skill)
     return retired
 
 
 def set_status(skills: SkillSet, name: str, status: str) -> None:
     """Retire or re-activate a skill by hand (`meta-agent skills retire NAME [--undo]`)."""
-    skill = skills.writable_copy(name)
+    skill = skills.get(name)
     skill.meta.status = status  # type: ignore[assignment]
-    save_skill(skill)
+    skills.save(skill)

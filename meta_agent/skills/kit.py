@@ -29,7 +29,7 @@ def read(root: Path, rel: str) -> str:
 
 
 def write(root: Path, rel: str, text: str) -> None:
-    ast.parse(text, filename=rel)  # never leave a file that does not parse
+    compile(text, rel, "exec", dont_inherit=True)  # never leave a file that does not compile
     (root / rel).write_text(text, encoding="utf-8")
 
 

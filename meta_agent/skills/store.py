@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from meta_agent.fsutil import atomic_write_text
-from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, SkillMeta
+from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, Evidence, SkillMeta
 
 
 class SkillError(ValueError):
@@ -100,28 +100,18 @@ class Library:
         return lib
 
 
-def refresh_from_seed(copy: Skill, seed: Skill) -> Skill:
-    """A user-library copy of a seed skill keeps its evidence and status but follows the seed's code and
-    text, so upgrading meta-agent upgrades the skill instead of leaving a stale fork behind."""
-    if copy.meta.provenance.get("source") != "seed":
-        return copy
-    for src in seed.path.iterdir():
-        if src.is_file() and src.name != SKILL_FILE and (
-                not (copy.path / src.name).exists() or (copy.path / src.name).read_bytes() != src.read_bytes()):
-            shutil.copyfile(src, copy.path / src.name)
-    meta = seed.meta.model_copy(update={"evidence": copy.meta.evidence, "status": copy.meta.status})
-    fresh = Skill(meta=meta, body=seed.body, path=copy.path)
-    if render_skill_md(fresh.meta, fresh.body) != render_skill_md(copy.meta, copy.body):
-        save_skill(fresh)
-    return fresh
+OVERLAY_DIR = ".overlay"
+"""In the user library: evidence and status for skills whose folders live elsewhere (seed, --skills)."""
 
 
 @dataclass
 class SkillSet:
     """Layered libraries, searched in order: run, user, extra (`--skills`), seed. First match wins.
 
-    Evidence and retirement are written to the user library (copy-on-write from the others),
-    so what one project learns about a skill follows the user into the next project.
+    Evidence and status changes of a skill stored in the run or user library are written into its
+    SKILL.md. For a skill from the seed or an extra library they go to an overlay file in the user
+    library (`.overlay/<name>.yaml`), never to a copy of its code: the user's evidence follows them
+    from project to project while the skill's code keeps coming from its own library.
     """
 
     seed: Library
@@ -130,10 +120,15 @@ class SkillSet:
     extra: list[Library] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.user is not None and self.user.writable:
-            for name in list(self.user.skills):
-                if name in self.seed.skills:
-                    self.user.skills[name] = refresh_from_seed(self.user.skills[name], self.seed.skills[name])
+        for lib in (*self.extra, self.seed):
+            for skill in lib.skills.values():
+                state = self._overlay_path(skill.name)
+                if state is not None and state.is_file():
+                    data = yaml.safe_load(state.read_text()) or {}
+                    skill.meta = skill.meta.model_copy(update={
+                        "evidence": [Evidence.model_validate(e) for e in data.get("evidence", [])],
+                        "status": data.get("status", skill.meta.status),
+                    })
 
     @property
     def libraries(self) -> list[Library]:
@@ -156,25 +151,23 @@ class SkillSet:
         known = ", ".join(s.name for s in self.all())
         raise KeyError(f"no skill named {name!r}; known: {known}")
 
-    def _update_target(self) -> Library:
+    def _overlay_path(self, name: str) -> Path | None:
         target = self.user or self.run
-        if target is None or not target.writable:
-            raise SkillError("no writable skills library is configured (user or run library)")
-        return target
+        return target.root / OVERLAY_DIR / f"{name}.yaml" if target is not None else None
 
-    def writable_copy(self, name: str) -> Skill:
-        """The skill as stored in the update library, copied there first if it lives elsewhere."""
-        target = self._update_target()
-        if name in target.skills:
-            return target.skills[name]
-        skill = self.get(name)
-        dest = target.root / skill.name
-        target.root.mkdir(parents=True, exist_ok=True)
-        if not dest.exists():
-            shutil.copytree(skill.path, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        copy = load_skill(dest)
-        target.skills[copy.name] = copy
-        return copy
+    def save(self, skill: Skill) -> None:
+        """Persist a changed skill's evidence and status where they belong (see class docstring)."""
+        owned = any(lib.writable and lib.skills.get(skill.name) is skill for lib in (self.run, self.user)
+                    if lib is not None)
+        if owned:
+            save_skill(skill)
+            return
+        path = self._overlay_path(skill.name)
+        if path is None:
+            raise SkillError("no writable skills library is configured (user or run library)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {"status": skill.meta.status, "evidence": [e.model_dump(mode="json") for e in skill.meta.evidence]}
+        atomic_write_text(path, yaml.safe_dump(state, sort_keys=False))
 
     def add(self, folder: Path) -> Skill:
         """Register a new skill folder written into the run library (and publish it to the user library)."""

@@ -85,7 +85,6 @@ def run_tests(
     select: Iterable[str] | None = None,
     files: Iterable[str] | None = None,
     timeout: float,
-    maxfail: int | None = None,
     trace_files: Iterable[Path] = (),
     deps_dir: Path | None = None,
 ) -> TestReport:
@@ -106,8 +105,6 @@ def run_tests(
     report_path = scratch / f"swe-report-{token}.jsonl"
     spec_path = scratch / f"swe-spec-{token}.json"
     args = [*BASE_PYTEST_ARGS, f"--rootdir={root}", *setup.pytest_args]
-    if maxfail:
-        args.append(f"--maxfail={maxfail}")
     args += ["--", *targets]
     python_path = [*setup.python_path, *([str(deps_dir)] if deps_dir is not None else [])]
     spec = {"root": str(root), "python_path": python_path, "args": args, "select": selected,

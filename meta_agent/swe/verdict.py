@@ -56,13 +56,17 @@ def _snapshot(root: Path) -> dict[str, str]:
 
 
 def apply_diff(root: Path, diff_text: str) -> tuple[bool, str]:
-    """Apply a unified diff with `git apply` (exact, then recounting hunks); (applied, error text)."""
+    """Apply a unified diff with `git apply`; (applied, error text).
+
+    Hand-written and model-written diffs often miscount hunk lengths or carry no context
+    lines, so after an exact attempt the hunks are recounted, then zero-context hunks allowed.
+    """
     patch_file = root.parent / "candidate.diff"
     patch_file.write_text(diff_text if diff_text.endswith("\n") else diff_text + "\n", encoding="utf-8")
     # No repository discovery above the checkout: the diff applies to these files only.
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(root.parent)}
     error = ""
-    for extra in ([], ["--recount"]):
+    for extra in ([], ["--recount"], ["--recount", "--unidiff-zero"]):
         done = subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, str(patch_file)], cwd=root, env=env,
                               capture_output=True, text=True, timeout=60)
         if done.returncode == 0:

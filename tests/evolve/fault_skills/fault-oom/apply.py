@@ -1,0 +1,12 @@
+from pathlib import Path
+
+from skillkit import read, write
+
+
+def apply(harness_dir: Path, params: dict) -> str:
+    rel = "harness/train.py"
+    text = read(harness_dir, rel).replace(
+        '    started = time.monotonic()\n',
+        '    hog = []\n    while True:\n        hog.append(bytearray(256 * 1024 * 1024))\n', 1)
+    write(harness_dir, rel, text)
+    return "train allocates without bound"

@@ -1,0 +1,91 @@
+"""End to end: `meta-agent evolve` on the tiny policy, 2 generations x 2 candidates, skills proposer,
+real sandbox, with one deliberately broken candidate among the skills."""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+from pathlib import Path
+
+import git
+
+from meta_agent.backtest.models import STAGE_ORDER
+from meta_agent.gitops import read_note, trailers
+from meta_agent.lineage import EventLog, check_against_git, query, rebuild_index
+
+
+def _data(run: Path, type_: str) -> list[dict]:
+    return [e["data"] for e in EventLog(run).of_type(type_)]
+
+
+def test_candidates_live_on_branches_whose_commits_carry_the_trailers(reference_run: Path) -> None:
+    repo = git.Repo(reference_run / "harness")
+    created = [c for c in _data(reference_run, "candidate_created") if c["ok"]]
+    assert len(created) >= 3
+    heads = {h.name: h.commit.hexsha for h in repo.heads}
+    for c in created:
+        assert c["branch"] == f"cand/{c['cand_id']}"
+        assert heads[c["branch"]] == c["commit"]
+        t = trailers(repo, c["commit"])
+        assert {"Hypothesis", "Predicted-Effect", "Skills-Used"} <= t.keys()
+        assert t["Skills-Used"] == ", ".join(c["skills"])
+
+
+def test_the_cascade_runs_in_order_and_stops_at_the_first_failure(reference_run: Path) -> None:
+    stages = _data(reference_run, "stage_done")
+    for cand, group in groupby(stages, key=lambda s: s["cand_id"]):
+        seq = list(group)
+        assert [s["stage"] for s in seq] == list(STAGE_ORDER[: len(seq)]), cand
+        failures = [i for i, s in enumerate(seq) if not s["passed"]]
+        assert not failures or failures[0] == len(seq) - 1, f"{cand} ran a stage after a failure"
+    broken = next(v for v in _data(reference_run, "verdict") if v["skills"] == ["broken-reward-fix"])
+    assert broken["verdict"] == "rejected" and broken["stage"] == "static"
+    assert "selftest failed" in broken["reason"] and "module_that_does_not_exist" in broken["reason"]
+    assert [s["stage"] for s in stages if s["cand_id"] == broken["cand_id"]] == ["implement", "static"]
+
+
+def test_a_winner_is_merged_with_backtest_verdict_and_notes(reference_run: Path) -> None:
+    repo = git.Repo(reference_run / "harness")
+    merged = _data(reference_run, "merged")
+    assert merged, "expected at least one promoted candidate"
+    mainline = [c.hexsha for c in repo.iter_commits("main", first_parent=True)]
+    for m in merged:
+        assert m["merge_commit"] in mainline
+        commit = repo.commit(m["merge_commit"])
+        assert len(commit.parents) == 2, "winners are merged with --no-ff"
+        t = trailers(repo, m["merge_commit"])
+        assert t["Backtest"].startswith("implement=pass static=pass replay=pass")
+        assert t["Verdict"].startswith("promoted")
+        note = json.loads(read_note(repo, m["merge_commit"]) or "{}")
+        assert note["verdict"]["verdict"] == "promoted"
+    strict = (reference_run / "harness" / "harness" / "math" / "rewards.py").read_text()
+    assert "exactly one distinct 'Answer: N' value" in strict, "the user's checkout follows main"
+
+
+def test_losers_stay_as_branches_with_their_verdict_in_a_note(reference_run: Path) -> None:
+    repo = git.Repo(reference_run / "harness")
+    created = {c["cand_id"]: c for c in _data(reference_run, "candidate_created") if c["ok"]}
+    losers = [v for v in _data(reference_run, "verdict") if v["verdict"] == "rejected" and v["cand_id"] in created]
+    assert losers
+    for v in losers:
+        note = json.loads(read_note(repo, created[v["cand_id"]]["commit"]) or "{}")
+        assert note["verdict"]["reason"] == v["reason"]
+
+
+def test_the_lineage_index_matches_git(reference_run: Path) -> None:
+    rebuild_index(reference_run)
+    assert check_against_git(reference_run, git.Repo(reference_run / "harness")) == []
+    rows = query(reference_run, "SELECT COUNT(*) AS n FROM candidates WHERE verdict IS NOT NULL")
+    assert rows[0]["n"] == len(_data(reference_run, "verdict"))
+    gens = query(reference_run, "SELECT gen FROM generations ORDER BY gen")
+    assert [r["gen"] for r in gens] == [0, 1]
+
+
+def test_the_final_report_compares_evolved_with_static(reference_run: Path) -> None:
+    summary = json.loads((reference_run / "summary.json").read_text())
+    final = summary["final"]
+    assert {"evolved", "static", "paired"} <= final.keys()
+    assert final["evolved"]["n"] == final["static"]["n"] == 6
+    md = (reference_run / "summary.md").read_text()
+    assert "static harness (same compute)" in md and "paired difference" in md
+    assert len(summary["generations"]) == 2

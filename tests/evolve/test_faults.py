@@ -1,0 +1,39 @@
+"""Broken candidates are rejected with their reason and the run goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from meta_agent.lineage import EventLog
+from tests.evolve.conftest import FAULT_SKILLS, meta_agent, tiny_config
+
+EXPECTED = {
+    # skill -> (stage that rejects it, text the reason must contain)
+    "fault-does-not-apply": ("implement", "cannot apply"),
+    "fault-no-import": ("static", "selftest failed"),
+    "fault-protected": ("static", "protected paths"),
+    "fault-crash": ("train", "deliberate crash in train"),
+    "fault-loop": ("train", "timed out"),
+    "fault-oom": ("train", "out of memory"),
+    "fault-invalid-replay": ("replay", "invalid output"),
+}
+
+
+def test_each_fault_is_rejected_at_its_stage_with_its_reason(tmp_path: Path) -> None:
+    run = tmp_path / "faults"
+    config = tiny_config(run, generations=1, candidates=len(EXPECTED) + 2, noise_reruns=0, control="none",
+                         skills=[str(FAULT_SKILLS)],
+                         sandbox={"backend": "bwrap", "memory_mb": 4000, "train_timeout_s": 90})
+    res = meta_agent("evolve", "--config", str(config), data_dir=tmp_path / "data", timeout=1500)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    verdicts = {tuple(e["data"]["skills"]): e["data"] for e in EventLog(run).of_type("verdict")}
+    for skill, (stage, text) in EXPECTED.items():
+        v = verdicts[(skill,)]
+        assert v["verdict"] == "rejected", skill
+        assert v["stage"] == stage, f"{skill}: rejected at {v['stage']} ({v['reason']})"
+        assert text in v["reason"], f"{skill}: {v['reason']}"
+    protected_id = verdicts[("fault-protected",)]["cand_id"]
+    protected = [e["data"] for e in EventLog(run).of_type("stage_done")
+                 if e["data"]["cand_id"] == protected_id and e["data"]["stage"] == "static"]
+    assert "before running anything" in protected[0]["reason"]
+    assert (run / "summary.md").is_file(), "the run finished despite the broken candidates"
