@@ -96,6 +96,7 @@ class CandidateRun:
             repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
             kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.gen.g, 10 * self.k),
+            rollouts=self.replay_set, tasks=ctx.tasks_file,
         )
         return {"cand_id": self.cand_id, "run_id": ctx.run_id, "gen": self.gen.g, "k": self.k,
                 "branch": self.branch if commit else "", "commit": commit, "ok": commit is not None,

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import git
 
-from meta_agent.agents.base import Hypothesis, ProposalContext, Proposer
+from meta_agent.agents.base import Hypothesis, Outcome, ProposalContext, Proposer
 from meta_agent.backtest.models import Verdict
 from meta_agent.backtest.stats import paired_bootstrap_ci
 from meta_agent.backtest.train_stage import Control, invalid_share
@@ -297,5 +297,20 @@ class Generation:
                 return {"skills": h.skills_used, "retired": retired}
 
             ctx.step(self.key(f"c{k}", "evidence"), add, type_="skill_evidence")
+        for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
+            ctx.step(self.key(f"c{k}", "learn"), functools.partial(self._learn, k, v, h), type_="skill_written")
+
+    def _learn(self, k: int, v: Verdict, h: Hypothesis) -> dict[str, Any]:
+        """The proposer's skill writer sees the hypothesis, the diff and the measured outcome."""
+        ctx = self.ctx
+        created = ctx.log.done(self.key(f"c{k}", "created")) or {}
+        diff = ctx.repo.git.diff(self.main_before, created["commit"]) if created.get("commit") else ""
+        folder = ctx.proposer.learn(Outcome(
+            run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name, hypothesis=h, diff=diff,
+            verdict=v.model_dump(mode="json"), skills_dir=ctx.run_dir / "skills"))
+        if folder is None:
+            return {"skill": None}
+        skill = ctx.skills.add(folder)
+        return {"skill": skill.name, "path": str(folder)}
 
 

@@ -69,12 +69,16 @@ def implement(
     kit_dir: Path,
     readable: Sequence[Path],
     when: str | None,
+    rollouts: Path | None = None,
+    tasks: Path | None = None,
 ) -> tuple[str | None, Implementation]:
     """Let the proposer edit an export of `base`; commit the result on `branch`. (commit or None, outcome)."""
     path = export_tree(repo, base, work)
-    mounts = [Mount(kit_dir.resolve())] + [Mount(p.resolve()) for p in readable if p.exists()]
+    extra = [p.parent for p in (rollouts, tasks) if p is not None]
+    mounts = [Mount(kit_dir.resolve())] + [Mount(p.resolve()) for p in [*readable, *extra] if p.exists()]
     with sandbox.open(path, mounts=mounts, limits=limits) as session:
-        outcome = proposer.implement(hypothesis, Workspace(path=path, session=session, kit_dir=kit_dir.resolve()))
+        ws = Workspace(path=path, session=session, kit_dir=kit_dir.resolve(), rollouts=rollouts, tasks=tasks)
+        outcome = proposer.implement(hypothesis, ws)
     if not outcome.ok:
         return None, outcome
     _drop_nested_git(path)

@@ -4,7 +4,15 @@
 implement the same Proposer protocol; the evolve loop does not know which it runs.
 """
 
-from meta_agent.agents.base import Hypothesis, Implementation, PredictedEffect, ProposalContext, Proposer, Workspace
+from meta_agent.agents.base import (
+    Hypothesis,
+    Implementation,
+    Outcome,
+    PredictedEffect,
+    ProposalContext,
+    Proposer,
+    Workspace,
+)
 from meta_agent.registry import Registry
 
 PROPOSERS: Registry[Proposer] = Registry(
@@ -15,4 +23,13 @@ PROPOSERS: Registry[Proposer] = Registry(
     },
 )
 
-__all__ = ["PROPOSERS", "Hypothesis", "Implementation", "PredictedEffect", "ProposalContext", "Proposer", "Workspace"]
+__all__ = [
+    "PROPOSERS",
+    "Hypothesis",
+    "Implementation",
+    "Outcome",
+    "PredictedEffect",
+    "ProposalContext",
+    "Proposer",
+    "Workspace",
+]

@@ -67,6 +67,10 @@ class Workspace:
     session: Session
     kit_dir: Path
     """Holds skillkit.py (mounted read-only in the session)."""
+    rollouts: Path | None = None
+    """This generation's rollouts (+ hacking probes), readable in the session, for `harness replay`."""
+    tasks: Path | None = None
+    """The training tasks file, readable in the session."""
 
 
 class Proposer(Protocol):
@@ -79,3 +83,22 @@ class Proposer(Protocol):
     def implement(self, hypothesis: Hypothesis, workspace: Workspace) -> Implementation:
         """Edit the files in `workspace.path` (only through `workspace.session`)."""
         ...
+
+    def learn(self, outcome: Outcome) -> Path | None:
+        """After a verdict: optionally write or update a skill; returns a new skill folder to register."""
+        ...
+
+
+@dataclass
+class Outcome:
+    """What the loop tells a proposer after a candidate's verdict (input of the skill writer)."""
+
+    run_id: str
+    generation: int
+    domain: str
+    hypothesis: Hypothesis
+    diff: str
+    verdict: dict[str, Any]
+    """Verdict fields: verdict, stage, reason, kind, delta, ci."""
+    skills_dir: Path
+    """The run's skills library: where a new skill folder must be written."""

@@ -6,8 +6,9 @@ Rule-based and deterministic for a seed; it says so in every hypothesis it write
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
-from meta_agent.agents.base import Hypothesis, Implementation, PredictedEffect, ProposalContext, Workspace
+from meta_agent.agents.base import Hypothesis, Implementation, Outcome, PredictedEffect, ProposalContext, Workspace
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.retrieve import Ranked, rank
 from meta_agent.skills.runner import run_apply
@@ -68,6 +69,10 @@ class SkillsProposer:
                 params=dict(m.params),
             ))
         return out
+
+    def learn(self, outcome: Outcome) -> Path | None:
+        """Rule-based: the skills it applies already get their evidence from the loop; it writes no new ones."""
+        return None
 
     def implement(self, hypothesis: Hypothesis, workspace: Workspace) -> Implementation:
         if not hypothesis.skills_used:
