@@ -8,6 +8,7 @@ candidate's commit, so a losing branch carries its reason.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,7 @@ class CandidateRun:
     def _implement(self) -> dict[str, Any]:
         ctx, h = self.gen.ctx, self.hypothesis
         roots = [lib.root for lib in ctx.skills.libraries]
+        started = time.monotonic()
         commit, outcome = implement(
             repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
@@ -101,7 +103,7 @@ class CandidateRun:
         return {"cand_id": self.cand_id, "run_id": ctx.run_id, "gen": self.gen.g, "k": self.k,
                 "branch": self.branch if commit else "", "commit": commit, "ok": commit is not None,
                 "reason": outcome.reason, "summary": outcome.summary, "title": h.title, "kind": h.kind,
-                "skills": h.skills_used}
+                "skills": h.skills_used, "implement_seconds": time.monotonic() - started}
 
     def _replay(self, commit: str) -> StageResult:
         ctx = self.gen.ctx

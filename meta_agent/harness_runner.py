@@ -48,6 +48,8 @@ class TrainOutput:
     metrics: list[MetricsRecord]
     manifest: CheckpointManifest
     summary: TrainSummary
+    seconds: float = 0.0
+    """Wall time of the whole `harness train` command (start-up included)."""
 
     @property
     def checkpoint(self) -> Path:
@@ -152,7 +154,7 @@ class HarnessRunner:
         if history is not None:
             args += ["--history", str(history)]
         with _watch_steps(out / "metrics.jsonl.partial", on_step):
-            self._run("train", args, timeout)
+            result = self._run("train", args, timeout)
         try:
             output = TrainOutput(
                 out_dir=out,
@@ -160,6 +162,7 @@ class HarnessRunner:
                 metrics=read_jsonl(out / "metrics.jsonl", MetricsRecord),
                 manifest=read_json(out / "checkpoint" / "manifest.json", CheckpointManifest),
                 summary=read_json(out / "train_summary.json", TrainSummary),
+                seconds=result.wall_time,
             )
         except ContractError as e:
             raise HarnessError("train", f"invalid output: {e}") from e
@@ -169,22 +172,26 @@ class HarnessRunner:
             raise HarnessError("train", "wrote no rollouts")
         return output
 
-    def replay(self, *, rollouts: Path, tasks: Path, out: Path, timeout: float | None = None) -> list[ReplayRecord]:
+    def replay(self, *, rollouts: Path, tasks: Path, out: Path, expected: set[str] | None = None,
+               timeout: float | None = None) -> list[ReplayRecord]:
+        """Re-scored records, one per input rollout (`expected` = their ids, if the caller has them)."""
         self._run("replay", ["--rollouts", str(rollouts), "--tasks", str(tasks), "--out", str(out)], timeout)
-        return self._read("replay", out, ReplayRecord, rollouts)
+        return self._read("replay", out, ReplayRecord, rollouts, expected)
 
     def diagnose(
-        self, *, rollouts: Path, tasks: Path, out: Path, timeout: float | None = None
+        self, *, rollouts: Path, tasks: Path, out: Path, expected: set[str] | None = None,
+        timeout: float | None = None,
     ) -> list[DiagnoseRecord]:
         self._run("diagnose", ["--rollouts", str(rollouts), "--tasks", str(tasks), "--out", str(out)], timeout)
-        return self._read("diagnose", out, DiagnoseRecord, rollouts)
+        return self._read("diagnose", out, DiagnoseRecord, rollouts, expected)
 
-    def _read(self, verb: str, out: Path, model: type[R], source: Path) -> list[R]:
+    def _read(self, verb: str, out: Path, model: type[R], source: Path, expected: set[str] | None) -> list[R]:
         try:
             records = read_jsonl(out, model)
         except ContractError as e:
             raise HarnessError(verb, f"invalid output: {e}") from e
-        expected = {r.rollout_id for r in read_jsonl(source, RolloutRecord)}
+        if expected is None:
+            expected = {r.rollout_id for r in read_jsonl(source, RolloutRecord)}
         got = [r.rollout_id for r in records]
         if len(got) != len(expected) or set(got) != expected:
             raise HarnessError(verb, f"{out} covers {len(set(got))} rollouts, the input has {len(expected)}")

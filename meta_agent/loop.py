@@ -109,12 +109,17 @@ def evaluate(ctx: RunContext, policy: Path, out: Path, split: str = "selection",
     return result
 
 
+def _eval_step(result: EvalResult) -> dict[str, Any]:
+    return {"score": result.score.mean, "eval_seconds": result.wall_time}
+
+
 def train_and_report(ctx: RunContext, commit: str, policy: Path, seed: int, history: Path | None,
                      out: Path, work: Path) -> dict[str, Any]:
     run = train_commit(repo=ctx.repo, commit=commit, out_dir=fresh_dir(out), work_dir=work,
                        **ctx.train_kwargs(policy, seed, history))
     write_report(run.report, out)
-    return {"out": str(out), "checkpoint": str(run.checkpoint), "reward": run.report.reward_mean}
+    return {"out": str(out), "checkpoint": str(run.checkpoint), "reward": run.report.reward_mean,
+            "train_seconds": run.output.seconds}
 
 
 @dataclass
@@ -142,14 +147,15 @@ class Generation:
         done = ctx.log.done(self.key("done"))
         if done is not None:
             return done
-        self.main_before = ctx.step(self.key("start"), lambda: {"main": ctx.repo.commit("main").hexsha})["main"]
+        self.main_before = ctx.step(self.key("start"), lambda: {"main": ctx.repo.commit("main").hexsha,
+                                                                "t": time.time()})["main"]
         ctx.reporter.phase(f"gen {g}: training the policy under main ({ctx.cfg.train_steps} steps)")
         ctx.step(self.key("main-train"), lambda: train_and_report(
             ctx, self.main_before, self.policy, self.seed, self.history, self.dir / "main", self.dir / "work-main"))
         control_run = load_trained(self.dir / "main", ctx.domain, str(ctx.root_policy), ctx.tasks_file)
         ctx.reporter.phase(f"gen {g}: evaluating main on the sealed selection split")
-        ctx.step(self.key("control-eval"), lambda: {"score": evaluate(
-            ctx, control_run.checkpoint, self.dir / "control-eval.json", limit=ctx.cfg.selection_limit).score.mean})
+        ctx.step(self.key("control-eval"), lambda: _eval_step(evaluate(
+            ctx, control_run.checkpoint, self.dir / "control-eval.json", limit=ctx.cfg.selection_limit)))
         control_eval = EvalResult.model_validate_json((self.dir / "control-eval.json").read_text())
         control = Control(run=control_run, eval=control_eval,
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
@@ -167,9 +173,27 @@ class Generation:
             "control_score": control_eval.score.mean, "control_low": control_eval.score.low,
             "control_high": control_eval.score.high, "dominant": control_run.report.dominant,
             "history": str(self.dir / "main" / "rollouts.verified.jsonl"), "noise_floor": self.noise_floor,
+            "time": self._time_spent(),
         }
         ctx.log.append("generation_done", data, key=self.key("done"))
         return data
+
+    def _time_spent(self) -> dict[str, float]:
+        """Where this generation's wall time went (for `bench/loop_overhead.py` and the summary)."""
+        ctx, spent = self.ctx, {"train": 0.0, "eval": 0.0, "proposer": 0.0}
+        for e in ctx.log.events:
+            key, d = e.get("key") or "", e["data"]
+            if not key.startswith(f"g{self.g}/"):
+                continue
+            spent["train"] += float(d.get("train_seconds", 0.0))
+            spent["eval"] += float(d.get("eval_seconds", 0.0))
+            spent["proposer"] += float(d.get("propose_seconds", 0.0)) + float(d.get("implement_seconds", 0.0))
+            metrics = d.get("metrics") or {}
+            spent["train"] += float(metrics.get("train_seconds", 0.0))
+            spent["eval"] += float(metrics.get("eval_seconds", 0.0))
+        start = ctx.log.done(self.key("start"))
+        spent["wall"] = time.time() - float(start["t"]) if start and "t" in start else 0.0
+        return spent
 
     def _noise(self, control_eval: EvalResult) -> float:
         """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor."""
@@ -181,17 +205,19 @@ class Generation:
             return float(first["noise_floor"])
 
         def measure() -> dict[str, Any]:
-            deltas = []
+            deltas, train_s, eval_s = [], 0.0, 0.0
             for i in range(ctx.cfg.noise_reruns):
                 ctx.reporter.phase(f"gen {self.g}: control-vs-control rerun {i + 1} (noise floor)")
                 out = self.dir / f"noise-{i}"
-                train_and_report(ctx, self.main_before, self.policy, self.seed + 10_000 * (i + 1), self.history,
-                                 out, self.dir / "work-noise")
+                trained = train_and_report(ctx, self.main_before, self.policy, self.seed + 10_000 * (i + 1),
+                                           self.history, out, self.dir / "work-noise")
                 rerun = evaluate(ctx, out / "checkpoint", out / "eval.json", limit=ctx.cfg.selection_limit)
+                train_s += trained["train_seconds"]
+                eval_s += rerun.wall_time
                 ids = [r.task_id for r in control_eval.results]
                 d = paired_bootstrap_ci([rerun.per_task()[t] for t in ids], [control_eval.per_task()[t] for t in ids])
                 deltas.append(abs(d.mean))
-            return {"noise_floor": max(deltas), "deltas": deltas}
+            return {"noise_floor": max(deltas), "deltas": deltas, "train_seconds": train_s, "eval_seconds": eval_s}
 
         return float(ctx.step(self.key("noise"), measure)["noise_floor"])
 
@@ -232,8 +258,10 @@ class Generation:
             pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
                                    report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
                                    seed=ctx.cfg.seed, history=history)
+            started = time.monotonic()
             hyps = ctx.proposer.propose(pctx, ctx.cfg.candidates)
-            return {"hypotheses": [h.model_dump(mode="json") for h in hyps]}
+            return {"hypotheses": [h.model_dump(mode="json") for h in hyps],
+                    "propose_seconds": time.monotonic() - started}
 
         data = ctx.step(self.key("propose"), run, type_="hypotheses")
         return [Hypothesis.model_validate(h) for h in data["hypotheses"]]

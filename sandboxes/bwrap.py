@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
-from sandboxes.bwrap_args import CgroupJoin, copy_etc, sandbox_args
+from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
 from sandboxes.mounts import session_mounts
@@ -113,9 +113,8 @@ class BwrapSession:
         self.limit_mode = "rlimits (cgroups not requested)"
         try:
             self.scratch.mkdir()
-            copy_etc(self._dir / "etc")
             binds = [*session_mounts(self.workdir, self.scratch, mounts), Mount(INIT_SCRIPT)]
-            self._argv = [bwrap, *sandbox_args(binds, self._dir / "etc", network)]
+            self._argv = [bwrap, *sandbox_args(binds, network)]
             if use_cgroups:
                 self._use_cgroup(limits)
             self._sandbox = self._start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from sandboxes.cgroups import SessionCgroup
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Only what programs need from /etc: never shadow, ssh keys, TLS private keys or other host
-# configuration. Copied once per session into one directory that is bound as /etc.
+# configuration. Each entry is bound read-only into an otherwise empty /etc.
 ETC_ENTRIES = (
     "alternatives",
     "ca-certificates.conf",
@@ -43,21 +42,17 @@ ETC_ENTRIES = (
 SYNC_TIMEOUT_S = 30.0
 
 
-def copy_etc(target: Path) -> None:
-    """The allow-listed part of the host's /etc, as plain files and symlinks under `target`."""
-    target.mkdir(parents=True, exist_ok=True)
+def etc_args() -> list[str]:
+    """A fresh /etc holding only the allow-listed host entries, each bound read-only (nothing is copied)."""
+    args = ["--tmpfs", "/etc"]
     for name in ETC_ENTRIES:
-        source, dest = Path("/etc") / name, target / name
-        if not source.exists():
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, dest, symlinks=True)
-        else:
-            shutil.copy2(source, dest)
+        source = Path("/etc") / name
+        if source.exists():
+            args += ["--ro-bind", str(source), str(source)]
+    return [*args, "--remount-ro", "/etc"]
 
 
-def sandbox_args(binds: Sequence[Mount], etc: Path, network: bool) -> list[str]:
+def sandbox_args(binds: Sequence[Mount], network: bool) -> list[str]:
     """bwrap options for a session: namespaces, a read-only system, the session's binds."""
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"]
     if network:
@@ -68,7 +63,7 @@ def sandbox_args(binds: Sequence[Mount], etc: Path, network: bool) -> list[str]:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     # Order matters: /tmp is a fresh tmpfs *before* the binds, or it would hide a workdir under /tmp.
-    args += ["--ro-bind", str(etc), "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += [*etc_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for bind in binds:
         args += ["--ro-bind" if bind.read_only else "--bind", str(bind.source), str(bind.source)]
     return [*args, "--remount-ro", "/"]

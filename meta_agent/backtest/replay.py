@@ -98,7 +98,9 @@ def run_replay(
     try:
         with HarnessRunner(sandbox, workdir, commit=commit, readable=[rollouts_file.parent, tasks_file.parent],
                            writable=[out.parent], limits=limits) as runner:
-            cand = {r.rollout_id: r for r in runner.replay(rollouts=rollouts_file, tasks=tasks_file, out=out)}
+            replayed = runner.replay(rollouts=rollouts_file, tasks=tasks_file, out=out,
+                                     expected={r.rollout_id for r in rollouts})
+            cand = {r.rollout_id: r for r in replayed}
     except HarnessError as e:
         return StageResult(stage="replay", passed=False, reason=e.reason, seconds=time.monotonic() - started)
     verified = {r.rollout_id: bool(r.verified) for r in rollouts}

@@ -64,6 +64,8 @@ def run_train_stage(
         "control_invalid_share": control.invalid_share,
         "checkpoint": str(trained.checkpoint),
         "tasks": len(ids),
+        "train_seconds": trained.output.seconds,
+        "eval_seconds": result.wall_time,
     }
     return StageResult(
         stage="train", passed=True, seconds=time.monotonic() - started, metrics=metrics,
