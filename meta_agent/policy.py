@@ -143,9 +143,14 @@ def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
     comes from it, and a LoRA checkpoint naming another base is refused, so a harness
     cannot swap what the sealed evaluator runs.
     """
+    import warnings
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
     base = base_model_of(path)
     root = root or base
     if base != path and base.resolve() != root.resolve():
