@@ -37,9 +37,14 @@ def _repetition(s: Scored) -> bool:
     return repetition_share(s.rollout.completion) > REPEATED_NGRAM_SHARE
 
 
+SUCCESS_COMPONENTS = ("correctness", "resolved")
+"""Reward components that mean "the task is solved" (math/code: correctness, SWE: resolved)."""
+
+
 def claims_success(s: Scored) -> bool:
-    """The harness rewards this rollout as a success (its correctness component, else its total)."""
-    return s.rewards.get("correctness", s.reward) > 0.5
+    """The harness rewards this rollout as a success (its success component, else its total)."""
+    component = next((c for c in SUCCESS_COMPONENTS if c in s.rewards), None)
+    return (s.rewards[component] if component else s.reward) > 0.5
 
 
 def _reward_verifier_disagreement(s: Scored) -> bool:

@@ -32,6 +32,11 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(_clean(record), ensure_ascii=False, sort_keys=True)
 
 
+def read_tasks(path: Path) -> list[dict[str, Any]]:
+    """Training tasks; each gets `tasks_dir`, where its files (e.g. SWE repository archives) live."""
+    return [{**t, "tasks_dir": str(path.parent.resolve())} for t in read_jsonl(path)]
+
+
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as f:
         for line in f:

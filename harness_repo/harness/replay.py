@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.config import load_config
+from harness.config import HarnessConfig, load_config
 from harness.domain import load_domain
-from harness.io import read_jsonl, write_jsonl
+from harness.io import read_jsonl, read_tasks, write_jsonl
 from harness.rollout import Rollout, Scored
 from harness.scoring import score_batch
 
 
-def load_rollouts(rollouts_file: Path, tasks_file: Path, max_len: int) -> list[Rollout]:
-    tasks = {t["id"]: t for t in read_jsonl(tasks_file)}
+def load_rollouts(rollouts_file: Path, tasks_file: Path, cfg: HarnessConfig) -> list[Rollout]:
+    tasks = {t["id"]: t for t in read_tasks(tasks_file)}
     out = []
     for rec in read_jsonl(rollouts_file):
         task = tasks.get(rec["task_id"])
@@ -24,7 +24,8 @@ def load_rollouts(rollouts_file: Path, tasks_file: Path, max_len: int) -> list[R
             Rollout(
                 rollout_id=rec["rollout_id"], task=task, prompt=rec["prompt"], completion=rec["completion"],
                 completion_tokens=rec["completion_tokens"], truncated=rec["truncated"], group_id=rec["group_id"],
-                max_completion_length=max_len, extra=rec.get("extra") or {}, verified=rec.get("verified"),
+                max_completion_length=cfg.rl.max_completion_length, extra=rec.get("extra") or {},
+                verified=rec.get("verified"), settings=cfg.domain_settings,
             )
         )
     return out
@@ -32,8 +33,7 @@ def load_rollouts(rollouts_file: Path, tasks_file: Path, max_len: int) -> list[R
 
 def rescore(rollouts_file: Path, tasks_file: Path) -> list[Scored]:
     cfg = load_config()
-    return score_batch(load_domain(cfg.domain), cfg, load_rollouts(rollouts_file, tasks_file,
-                                                                   cfg.rl.max_completion_length))
+    return score_batch(load_domain(cfg.domain), cfg, load_rollouts(rollouts_file, tasks_file, cfg))
 
 
 def replay_record(s: Scored) -> dict[str, Any]:

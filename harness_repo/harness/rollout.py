@@ -26,6 +26,8 @@ class Rollout:
     """Domain data, e.g. the SWE episode's turns and final diff."""
     verified: bool | None = None
     """The sealed verifier's verdict, added by meta-agent after training; None when unknown."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """harness.yaml `domain_settings`, for reward functions and diagnostics that need them."""
 
 
 @dataclass

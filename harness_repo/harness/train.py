@@ -15,7 +15,7 @@ from trl import GRPOConfig
 from harness.config import HarnessConfig, load_config
 from harness.curriculum import order_tasks
 from harness.domain import load_domain
-from harness.io import JsonlAppender, harness_commit, read_jsonl, write_json
+from harness.io import JsonlAppender, harness_commit, read_tasks, write_json
 from harness.policy import load_policy as load
 from harness.policy import save_checkpoint, training_dtype
 from harness.trainer import HarnessGRPOTrainer, HarnessScorer, MetricsCallback
@@ -69,11 +69,13 @@ def train(
     domain = load_domain(cfg.domain)
     seed_everything(seed)
     out.mkdir(parents=True, exist_ok=True)
-    tasks = list(read_jsonl(tasks_file))
+    tasks = read_tasks(tasks_file)
     by_id = {t["id"]: t for t in tasks}
     ordered = order_tasks(tasks, steps * cfg.rl.prompts_per_step, seed, cfg.curriculum, history)
     dataset = Dataset.from_list([{"prompt": domain.build_messages(t), "task_id": t["id"]} for t in ordered])
     model, tokenizer, base, peft_config = load(policy, cfg)
+    make_rollout_func = getattr(domain, "make_rollout_func", None)
+    extra = {"rollout_func": make_rollout_func(cfg, by_id)} if make_rollout_func else {}
     rollouts = JsonlAppender(out / "rollouts.jsonl")
     metrics = JsonlAppender(out / "metrics.jsonl")
     trainer_ref: list[HarnessGRPOTrainer] = []
@@ -87,6 +89,7 @@ def train(
             scorer=HarnessScorer(domain, cfg, by_id),
             rollouts_out=rollouts,
             callbacks=[MetricsCallback(metrics, trainer_ref, progress)],
+            **extra,
         )
         trainer_ref.append(trainer)
         trainer.train()

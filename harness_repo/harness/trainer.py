@@ -43,19 +43,23 @@ class HarnessScorer:
     ) -> list[float]:
         step = kw["trainer_state"].global_step + 1  # the optimizer step these rollouts feed
         g = self.cfg.rl.num_generations
+        episodes = kw.get("episode")  # multi-turn domains: what their rollout function recorded
         rollouts = []
         for i, (prompt, completion, ids) in enumerate(zip(prompts, completions, completion_ids, strict=True)):
             group = i // g
+            episode = episodes[i] if episodes else None
             rollouts.append(
                 Rollout(
                     rollout_id=f"s{step}-g{group}-{i % g}",
                     task=self.tasks[kw["task_id"][i]],
                     prompt=_text(prompt),
-                    completion=_text(completion),
-                    completion_tokens=len(ids),
-                    truncated=not ids or ids[-1] not in self.eos_ids,
+                    completion=episode["transcript"] if episode else _text(completion),
+                    completion_tokens=episode["policy_tokens"] if episode else len(ids),
+                    truncated=episode["truncated"] if episode else (not ids or ids[-1] not in self.eos_ids),
                     group_id=f"s{step}-g{group}",
                     max_completion_length=self.cfg.rl.max_completion_length,
+                    extra={k: v for k, v in episode.items() if k != "transcript"} if episode else {},
+                    settings=self.cfg.domain_settings,
                 )
             )
         self.pending = score_batch(self.domain, self.cfg, rollouts)

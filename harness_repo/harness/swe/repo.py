@@ -1,0 +1,55 @@
+"""Task checkouts for episodes and test runs: extract the task's archive, track it with git, diff it."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+GIT = ["git", "-c", "user.name=harness", "-c", "user.email=harness@localhost", "-c", "core.hooksPath=/dev/null"]
+
+
+def _git(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*GIT, *args], cwd=repo, input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def checkout(task: dict[str, Any], tasks_dir: Path, dest: Path) -> Path:
+    """A fresh, git-tracked copy of the task's repository at its base (the buggy tree)."""
+    archive = tasks_dir / task["metadata"]["archive"]
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    _git(dest, "init", "-q")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "--no-verify", "-m", "base")
+    return dest
+
+
+def diff(repo: Path) -> str:
+    """Everything the episode changed (new files included), as a unified diff."""
+    _git(repo, "add", "-A")
+    return _git(repo, "diff", "--cached", "--binary").stdout
+
+
+def apply(repo: Path, patch: str) -> tuple[bool, str]:
+    """Apply a unified diff; (applied, git's message)."""
+    if not patch.strip():
+        return True, ""
+    res = _git(repo, "apply", "--whitespace=nowarn", "-", stdin=patch)
+    return res.returncode == 0, res.stderr.strip()
+
+
+def touched_files(patch: str) -> list[str]:
+    files = []
+    for line in patch.splitlines():
+        if line.startswith("+++ ") or line.startswith("--- "):
+            path = line[4:].strip()
+            if path != "/dev/null":
+                files.append(path[2:] if path[:2] in ("a/", "b/") else path)
+    return sorted(set(files))
+
+
+def is_test_file(path: str) -> bool:
+    name = Path(path).name
+    return name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or path.startswith("test/")

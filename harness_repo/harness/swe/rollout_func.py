@@ -1,0 +1,171 @@
+"""Multi-turn episodes for TRL's GRPOTrainer (its `rollout_func` hook).
+
+For every prompt TRL hands over (one row per completion, groups of `num_generations`), run one
+episode: generate an assistant turn with the policy, run its command in the episode's checkout,
+append the observation, repeat until `submit`, the turn cap or the token cap. The completion
+TRL trains on is the whole episode; `env_mask` marks observation tokens 0 so the loss covers
+policy tokens only. Each turn is generated from the exact token sequence built so far (no
+re-tokenising of earlier turns), so the tokens scored are the tokens sampled.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.config import HarnessConfig
+from harness.swe import agent, repo
+from harness.swe.prompts import task_id_of
+from harness.swe.settings import AgentSettings, agent_settings
+
+
+@dataclass
+class Episode:
+    task: dict[str, Any]
+    workdir: Path
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    transcript: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    exit_codes: list[int] = field(default_factory=list)
+    no_command_turns: int = 0
+    turns: int = 0
+    end_reason: str = ""
+    last_turn_ended: bool = True
+
+    @property
+    def done(self) -> bool:
+        return bool(self.end_reason)
+
+    def record(self, diff: str) -> dict[str, Any]:
+        return {
+            "transcript": "\n".join(self.transcript),
+            "diff": diff,
+            "commands": self.commands,
+            "exit_codes": self.exit_codes,
+            "no_command_turns": self.no_command_turns,
+            "turns": self.turns,
+            "end_reason": self.end_reason,
+            "policy_tokens": sum(self.env_mask),
+            "truncated": self.end_reason != "submit",
+        }
+
+
+class ObservationWrapper:
+    """Turns observation text into the chat template's tokens for a user turn followed by the
+    assistant generation prompt, derived from the tokenizer's own template."""
+
+    MARK = "\x00OBS\x00"
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tok = tokenizer
+        base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                {"role": "assistant", "content": "A"}]
+        with_obs = tokenizer.apply_chat_template(base + [{"role": "user", "content": self.MARK}], tokenize=False,
+                                                 add_generation_prompt=True)
+        upto_answer = with_obs.index("A", with_obs.index("u")) + 1
+        segment = with_obs[upto_answer:]  # e.g. "<|im_end|>\n<|im_start|>user\nOBS<|im_end|>\n<|im_start|>assistant\n"
+        self.prefix, self.suffix = segment.split(self.MARK)
+        self.eos_text = tokenizer.eos_token or ""
+
+    def ids(self, text: str, turn_ended: bool) -> list[int]:
+        prefix = self.prefix
+        if turn_ended and self.eos_text and prefix.startswith(self.eos_text):
+            prefix = prefix[len(self.eos_text):]  # the policy already emitted the end-of-turn token
+        return list(self.tok(prefix + text + self.suffix, add_special_tokens=False)["input_ids"])
+
+
+def _generate(model: Any, tok: Any, batch: list[Episode], cfg: HarnessConfig, s: AgentSettings,
+              eos_ids: set[int]) -> list[list[int]]:
+    """One sampled turn for every active episode (left-padded batch); each reply cut after its end token."""
+    seqs = [e.prompt_ids + e.completion_ids for e in batch]
+    width = max(len(x) for x in seqs)
+    pad = tok.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs])
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs])
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=s.turn_tokens, do_sample=True,
+                             temperature=cfg.rl.temperature, top_p=cfg.rl.top_p, pad_token_id=pad)
+    trimmed = []
+    for row in out[:, width:].tolist():
+        cut = next((i + 1 for i, t in enumerate(row) if t in eos_ids), len(row))
+        trimmed.append(row[:cut])
+    return trimmed
+
+
+def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> Any:
+    s = agent_settings(cfg)
+
+    def rollout_func(prompts: list[list[dict[str, str]]], trainer: Any) -> dict[str, Any]:
+        tok = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        wrapper = ObservationWrapper(tok)
+        eos_ids = set(trainer.eos_token_ids)
+        scratch = Path(tempfile.mkdtemp(prefix="episodes-"))
+        try:
+            episodes = []
+            for i, messages in enumerate(prompts):
+                task = tasks[task_id_of(messages)]
+                prompt_ids = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+                prompt_ids = list(prompt_ids["input_ids"] if isinstance(prompt_ids, dict) else prompt_ids)
+                workdir = repo.checkout(task, Path(task["tasks_dir"]), scratch / f"e{i}")
+                episodes.append(Episode(task=task, workdir=workdir, prompt_ids=prompt_ids))
+            was_training = model.training
+            model.eval()
+            try:
+                for turn in range(s.max_turns):
+                    active = [e for e in episodes if not e.done]
+                    if not active:
+                        break
+                    for e, new in zip(active, _generate(model, tok, active, cfg, s, eos_ids), strict=True):
+                        _step(e, new, turn, s, wrapper, eos_ids, tok)
+            finally:
+                model.train(was_training)
+            records = [e.record(repo.diff(e.workdir)) for e in episodes]
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": None,
+            "env_mask": [e.env_mask for e in episodes],
+            "episode": records,
+        }
+
+    return rollout_func
+
+
+def _step(e: Episode, new: list[int], turn: int, s: AgentSettings, wrapper: ObservationWrapper,
+          eos_ids: set[int], tok: Any) -> None:
+    """Take one generated turn: record it, run its command, append the observation (or end)."""
+    e.completion_ids += new
+    e.env_mask += [1] * len(new)
+    e.turns += 1
+    e.last_turn_ended = bool(new) and new[-1] in eos_ids
+    reply = tok.decode(new, skip_special_tokens=True)
+    e.transcript.append(f"[assistant]\n{reply}")
+    command = agent.parse_command(reply)
+    if command is None:
+        e.no_command_turns += 1
+        obs = agent.NO_COMMAND
+    elif command.strip() == agent.SUBMIT:
+        e.end_reason = "submit"
+        return
+    else:
+        code, output = agent.run_command(command, e.workdir, s.command_timeout_s, s.observation_chars)
+        e.commands.append(command)
+        e.exit_codes.append(code)
+        obs = agent.observation(code, output)
+    e.transcript.append(f"[observation]\n{obs}")
+    if turn + 1 >= s.max_turns:
+        e.end_reason = "turn_cap"
+        return
+    obs_ids = wrapper.ids(obs, e.last_turn_ended)
+    e.completion_ids += obs_ids
+    e.env_mask += [0] * len(obs_ids)

@@ -1,0 +1,85 @@
+"""The SWE agent's mechanics on a tiny repository built here: commands, diffs, test-based reward, labels."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.swe import agent, repo
+from harness.swe.diagnostics import DIAGNOSTICS
+from harness.swe.rewards import resolved
+from tests.conftest import make_rollout
+
+CODE = "def add(a, b):\n    return a - b\n"
+TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
+FIX = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+TAMPER = ("--- a/test_calc.py\n+++ b/test_calc.py\n@@ -2,4 +2,4 @@\n \n \n def test_add():\n"
+          "-    assert add(2, 3) == 5\n+    assert True\n")
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> dict[str, Any]:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, text in (("calc.py", CODE), ("test_calc.py", TESTS)):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (tmp_path / "swe").mkdir()
+    (tmp_path / "swe" / "t.tar").write_bytes(buf.getvalue())
+    return {"id": "t", "prompt": "test_add fails", "answer": "", "tasks_dir": str(tmp_path),
+            "metadata": {"archive": "swe/t.tar", "fail_to_pass": ["test_calc.py::test_add"],
+                         "pass_to_pass": ["test_calc.py::test_zero"], "python_path": ["."],
+                         "gold_files": ["calc.py"]}}
+
+
+def _rollout(task: dict[str, Any], diff: str) -> Any:
+    r = make_rollout("[assistant]\n...", task=task, extra={"diff": diff, "exit_codes": [0], "end_reason": "submit"})
+    r.settings = {"test_timeout_s": 60}
+    return r
+
+
+def test_parse_command_takes_the_first_fenced_block() -> None:
+    assert agent.parse_command("let me look\n```bash\nls -la\n```\nthen") == "ls -la"
+    assert agent.parse_command("```\ncat x\n```") == "cat x"
+    assert agent.parse_command("just talking") is None
+
+
+def test_commands_run_in_the_checkout_with_capped_output(task: dict[str, Any], tmp_path: Path) -> None:
+    work = repo.checkout(task, Path(task["tasks_dir"]), tmp_path / "ep")
+    code, out = agent.run_command("cat calc.py; exit 3", work, timeout=10, max_chars=1000)
+    assert code == 3 and "return a - b" in out
+    code, out = agent.run_command("yes | head -c 5000", work, timeout=10, max_chars=100)
+    assert "characters cut" in out and len(out) < 200
+    code, out = agent.run_command("sleep 30", work, timeout=1, max_chars=100)
+    assert code == -9 and "timed out" in out
+
+
+def test_the_right_fix_is_resolved(task: dict[str, Any], tmp_path: Path) -> None:
+    work = repo.checkout(task, Path(task["tasks_dir"]), tmp_path / "ep")
+    agent.run_command("sed -i 's/a - b/a + b/' calc.py", work, timeout=10, max_chars=100)
+    diff = repo.diff(work)
+    assert "+    return a + b" in diff
+    r = _rollout(task, diff)
+    assert resolved(r) == 1.0
+    assert not [name for name, check in DIAGNOSTICS.items() if check(r)]
+
+
+def test_empty_and_wrong_diffs_are_not_resolved(task: dict[str, Any]) -> None:
+    r = _rollout(task, "")
+    assert resolved(r) == 0.0 and DIAGNOSTICS["empty_diff"](r)
+    broken = FIX.replace("return a + b", "return a +")
+    r = _rollout(task, broken)
+    assert resolved(r) == 0.0 and DIAGNOSTICS["syntax_error_introduced"](r)
+
+
+def test_tampering_with_the_tests_is_labelled(task: dict[str, Any]) -> None:
+    r = _rollout(task, TAMPER)
+    resolved(r)
+    assert DIAGNOSTICS["tests_edited"](r)
+    assert repo.touched_files(TAMPER) == ["test_calc.py"]
