@@ -50,6 +50,22 @@ def touched_files(patch: str) -> list[str]:
     return sorted(set(files))
 
 
+PYTEST_CONFIG = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+
+
 def is_test_file(path: str) -> bool:
-    name = Path(path).name
-    return name.startswith("test_") or name.endswith("_test.py") or "tests/" in path or path.startswith("test/")
+    """Test modules, conftest.py, anything under a tests/ dir, and the root pytest configuration."""
+    p = Path(path)
+    if p.name.startswith("test_") or p.name.endswith("_test.py") or p.name == "conftest.py":
+        return True
+    if any(part in ("tests", "test", "testing") for part in p.parts[:-1]):
+        return True
+    return len(p.parts) == 1 and p.name in PYTEST_CONFIG
+
+
+def restore(repo_dir: Path, files: list[str]) -> None:
+    """Put files back as they are in the base commit; files the base does not have are deleted."""
+    for rel in files:
+        res = _git(repo_dir, "checkout", "HEAD", "--", rel)
+        if res.returncode != 0:
+            (repo_dir / rel).unlink(missing_ok=True)

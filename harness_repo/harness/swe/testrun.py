@@ -63,9 +63,7 @@ def evaluate(task: dict[str, Any], patch: str, tasks_dir: Path, timeout: float,
             result["apply_error"] = message[:300]
         else:
             if restore_tests:
-                tests = [f for f in repo.touched_files(patch) if repo.is_test_file(f)]
-                if tests:
-                    subprocess.run([*repo.GIT, "checkout", "HEAD", "--", *tests], cwd=checkout, capture_output=True)
+                repo.restore(checkout, [f for f in repo.touched_files(patch) if repo.is_test_file(f)])
             result["syntax_error"] = _syntax_error(checkout, repo.touched_files(patch))
             outcomes = run_pytest(checkout, f2p + p2p, meta, timeout)
             result["f2p_passed"] = sum(1 for t in f2p if outcomes[t] == "passed")
