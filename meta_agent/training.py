@@ -52,7 +52,7 @@ def write_train_tasks(domain: Domain, inputs_dir: Path) -> Path:
     """The only split that ever reaches a harness sandbox."""
     path = inputs_dir / TRAIN_TASKS
     if not path.is_file():
-        write_jsonl(path, domain.tasks("train"))
+        write_jsonl(path, domain.export_train(inputs_dir))
     return path
 
 
@@ -64,7 +64,7 @@ def policy_mounts(policy: Path) -> list[Path]:
 
 def label_rollouts(domain: Domain, rollouts: list[RolloutRecord], tasks: dict[str, Task]) -> list[RolloutRecord]:
     """Copy of the rollouts with the sealed verifier's verdict filled in."""
-    return [r.model_copy(update={"verified": domain.verify(tasks[r.task_id], r.completion)}) for r in rollouts]
+    return [r.model_copy(update={"verified": domain.verify(tasks[r.task_id], r)}) for r in rollouts]
 
 
 def load_labelled(out_dir: Path) -> list[RolloutRecord]:

@@ -47,8 +47,13 @@ class Domain(Protocol):
         """The tasks of a split; deterministic across calls and machines."""
         ...
 
-    def verify(self, task: Task, completion: str) -> bool:
-        """The sealed verifier's verdict on one completion (used to label training rollouts)."""
+    def export_train(self, inputs_dir: Path) -> list[Task]:
+        """The train split as handed to the harness, after writing any files its tasks point at
+        (e.g. SWE repository archives) into `inputs_dir`. Nothing of a sealed split goes there."""
+        ...
+
+    def verify(self, task: Task, rollout: RolloutRecord) -> bool:
+        """The sealed verifier's verdict on one training rollout (its completion, or for SWE its diff)."""
         ...
 
     def evaluate(

@@ -130,8 +130,11 @@ class MathDomain:
             out.extend(picked)
         return out[:total]
 
-    def verify(self, task: Task, completion: str) -> bool:
-        return answers_match(extract_answer(completion), task.answer)
+    def export_train(self, inputs_dir: Path) -> list[Task]:
+        return self.tasks("train")
+
+    def verify(self, task: Task, rollout: RolloutRecord) -> bool:
+        return answers_match(extract_answer(rollout.completion), task.answer)
 
     invalid_labels: tuple[str, ...] = ("reward_verifier_disagreement",)
 
@@ -146,7 +149,7 @@ class MathDomain:
                 "hedge-reversed": f"Answer: {task.answer}\nAnswer: {wrong}",
             }
             for kind, completion in candidates.items():
-                if self.verify(task, completion):
+                if answers_match(extract_answer(completion), task.answer):
                     continue
                 probes.append(RolloutRecord(
                     rollout_id=f"probe-{kind}-{task.id}", step=0, task_id=task.id, group_id=f"probe-{task.id}",
