@@ -8,9 +8,11 @@ the harness.yaml setting it must set.
 from __future__ import annotations
 
 import shutil
+import tarfile
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 import yaml
 
@@ -32,7 +34,44 @@ def test_the_seed_library_has_at_least_eight_valid_skills() -> None:
     assert all(s.apply_script is not None for s in lib.skills.values())
 
 
-def _records(example: dict[str, Any]) -> tuple[list[Task], list[RolloutRecord]]:
+def _tree_diff(base: Path, files: dict[str, str], work: Path) -> str:
+    """The unified diff an episode that left `files` in the base tree would have produced."""
+    shutil.copytree(base, work)
+    repo = git.Repo.init(work)
+    repo.git.add(A=True)
+    repo.index.commit("base")
+    for rel, text in files.items():
+        (work / rel).write_text(text)
+    repo.git.add(A=True)
+    return str(repo.git.diff("--cached")) + "\n"
+
+
+def _swe_records(example: dict[str, Any], data: Path) -> tuple[list[Task], list[RolloutRecord]]:
+    """One task (a repo archive beside the tasks file) and rollouts whose diffs edit it."""
+    base = data / "base"
+    base.mkdir(parents=True)
+    for rel, text in example["repo"].items():
+        (base / rel).write_text(text)
+    (data / "swe").mkdir()
+    with tarfile.open(data / "swe" / "t.tar", "w") as tar:
+        for rel in example["repo"]:
+            tar.add(base / rel, arcname=rel)
+    task = Task(id="t", prompt="tests fail", metadata={"archive": "swe/t.tar", "python_path": ["."],
+                                                       **example["task"]})
+    records = []
+    for r in example["rollouts"]:
+        diff = _tree_diff(base, r.get("files", {}), data / f"work-{r['id']}")
+        records.append(RolloutRecord(
+            rollout_id=r["id"], step=1, task_id="t", group_id=r["group"], prompt="tests fail", completion="...",
+            rewards={}, reward=0.0, advantage=0.0, prompt_tokens=10, completion_tokens=10, truncated=False,
+            labels=[], harness_commit="x", verified=r.get("verified"),
+            extra={"diff": diff, "end_reason": "submit", "exit_codes": [], **r.get("extra", {})}))
+    return [task], records
+
+
+def _records(example: dict[str, Any], data: Path) -> tuple[list[Task], list[RolloutRecord]]:
+    if example["domain"] == "swe":
+        return _swe_records(example, data)
     tasks, records = {}, []
     for r in example.get("rollouts", []):
         tid = f"task-{r['answer']}"
@@ -61,7 +100,7 @@ def test_seed_skill_changes_behaviour_as_claimed(name: str, sandbox: Sandbox, tm
     after_dir = tmp_path / "after"
     shutil.copytree(before_dir, after_dir)
     data = tmp_path / "data"
-    tasks, records = _records(example)
+    tasks, records = _records(example, data)
     write_jsonl(data / "tasks.jsonl", tasks)
     write_jsonl(data / "rollouts.jsonl", records)
 
