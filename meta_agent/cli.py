@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from meta_agent.commands import sandbox
+from meta_agent.commands import sandbox, tasks
 
 app = typer.Typer(
     help=(
@@ -25,6 +25,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(tasks.app, name="tasks")
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 

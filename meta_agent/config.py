@@ -13,7 +13,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from meta_agent.backtest.gate import GateSettings
+from meta_agent.domains.code import CodeSettings
 from meta_agent.domains.math import MathSettings
+from meta_agent.domains.swe import SweSettings
 from sandboxes import Limits
 
 DomainName = Literal["math", "code", "swe"]
@@ -50,6 +52,8 @@ class RolloutConfig(BaseModel):
     run_dir: Path | None = Field(None, description="default: runs/<timestamp>-rollout-<domain>")
     sandbox: SandboxSettings = SandboxSettings()
     math: MathSettings = MathSettings()
+    code: CodeSettings = CodeSettings()
+    swe: SweSettings = SweSettings()
 
 
 class BudgetSettings(BaseModel):
@@ -96,6 +100,8 @@ class EvolveConfig(BaseModel):
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()
     math: MathSettings = MathSettings()
+    code: CodeSettings = CodeSettings()
+    swe: SweSettings = SweSettings()
 
 
 def load_config_file(path: Path | None) -> dict[str, Any]:

@@ -20,8 +20,7 @@ from filelock import FileLock, Timeout
 from meta_agent.agents import PROPOSERS, Proposer
 from meta_agent.backtest.stats import paired_bootstrap_ci
 from meta_agent.config import EvolveConfig
-from meta_agent.domains import Domain, EvalResult, get_domain
-from meta_agent.domains.math import MathDomain
+from meta_agent.domains import EvalResult, domain_for
 from meta_agent.gitops import GitOpsError, init_harness, open_harness
 from meta_agent.lineage import EventLog, rebuild_index
 from meta_agent.loop import Budget, Generation, Reporter, RunContext, evaluate, train_and_report
@@ -39,10 +38,6 @@ LOCK_FILE = "meta-agent.lock"
 
 class RunLocked(GitOpsError):
     """Another meta-agent run holds the harness repo."""
-
-
-def make_domain(cfg: EvolveConfig) -> Domain:
-    return MathDomain(cfg.math) if cfg.domain == "math" else get_domain(cfg.domain)
 
 
 def skill_set(cfg: EvolveConfig, run_dir: Path) -> SkillSet:
@@ -104,7 +99,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     log = EventLog(run_dir)
     started = log.done("run/start")
     root_policy = Path(started["root_policy"]) if started else resolve_policy(cfg.policy)
-    domain = make_domain(cfg)
+    domain = domain_for(cfg)
     skills = skill_set(cfg, run_dir)
     if not started:
         write_run_info(run_dir, RunInfo(command="evolve", domain=cfg.domain, harness=str(repo.working_dir),

@@ -10,22 +10,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from meta_agent.config import RolloutConfig
-from meta_agent.domains import Domain
-from meta_agent.domains.math import MathDomain
+from meta_agent.domains import domain_for
 from meta_agent.gitops import init_harness, open_harness
 from meta_agent.policy import resolve_policy
 from meta_agent.report.render import write_report
 from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
 from meta_agent.training import TrainedRun, train_commit, write_train_tasks
 from sandboxes import get_backend
-
-
-def make_domain(name: str, cfg: RolloutConfig) -> Domain:
-    if name == "math":
-        return MathDomain(cfg.math)
-    from meta_agent.domains import get_domain
-
-    return get_domain(name)
 
 
 def step_progress(console: Console) -> Progress:
@@ -49,7 +40,7 @@ def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]
     console.print(f"[bold]harness[/] {repo.working_dir} @ {commit[:12]}")
     with console.status("preparing the policy (first use converts SmolLM2 once, ~20 s)"):
         policy = resolve_policy(cfg.policy)
-    domain = make_domain(cfg.domain, cfg)
+    domain = domain_for(cfg)
     sandbox = get_backend(cfg.sandbox.backend)
     console.print(f"[bold]policy[/] {policy}  [bold]sandbox[/] {sandbox.name}")
     write_run_info(run_dir, RunInfo(command="rollout", domain=cfg.domain, harness=str(repo.working_dir),

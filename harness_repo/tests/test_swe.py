@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness.swe import agent, repo
 from harness.swe.diagnostics import DIAGNOSTICS
 from harness.swe.rewards import resolved
+
 from tests.conftest import make_rollout
 
 CODE = "def add(a, b):\n    return a - b\n"
-TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
+TESTS = ("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+         "def test_zero():\n    assert add(0, 0) == 0\n")
 FIX = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 TAMPER = ("--- a/test_calc.py\n+++ b/test_calc.py\n@@ -2,7 +2,7 @@\n \n \n def test_add():\n"
           "-    assert add(2, 3) == 5\n+    assert True\n \n \n def test_zero():\n")

@@ -1,5 +1,7 @@
 """Task domains: task sources and splits, the sealed verifier, the fixed evaluation protocol."""
 
+from typing import Any
+
 from meta_agent.domains.base import Domain, EvalResult, Split, TaskResult
 from meta_agent.registry import Registry
 
@@ -13,8 +15,16 @@ DOMAINS: Registry[Domain] = Registry(
 )
 
 
-def get_domain(name: str) -> Domain:
-    return DOMAINS.get(name)()
+def get_domain(name: str, settings: object | None = None) -> Domain:
+    """The named domain, built with its settings model (e.g. MathSettings) when given."""
+    cls: Any = DOMAINS.get(name)
+    return cls(settings) if settings is not None else cls()
 
 
-__all__ = ["DOMAINS", "Domain", "EvalResult", "Split", "TaskResult", "get_domain"]
+def domain_for(cfg: object) -> Domain:
+    """The domain a command config names (`cfg.domain`), with that config's settings for it (`cfg.<domain>`)."""
+    name = str(getattr(cfg, "domain"))  # noqa: B009 (configs of several commands share this shape)
+    return get_domain(name, getattr(cfg, name, None))
+
+
+__all__ = ["DOMAINS", "Domain", "EvalResult", "Split", "TaskResult", "domain_for", "get_domain"]

@@ -67,7 +67,7 @@ class ObservationWrapper:
         self.tok = tokenizer
         base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
                 {"role": "assistant", "content": "A"}]
-        with_obs = tokenizer.apply_chat_template(base + [{"role": "user", "content": self.MARK}], tokenize=False,
+        with_obs = tokenizer.apply_chat_template([*base, {"role": "user", "content": self.MARK}], tokenize=False,
                                                  add_generation_prompt=True)
         upto_answer = with_obs.index("A", with_obs.index("u")) + 1
         segment = with_obs[upto_answer:]  # e.g. "<|im_end|>\n<|im_start|>user\nOBS<|im_end|>\n<|im_start|>assistant\n"
@@ -112,8 +112,8 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
             episodes = []
             for i, messages in enumerate(prompts):
                 task = tasks[task_id_of(messages)]
-                prompt_ids = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
-                prompt_ids = list(prompt_ids["input_ids"] if isinstance(prompt_ids, dict) else prompt_ids)
+                text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+                prompt_ids = list(tok(text, add_special_tokens=False)["input_ids"])
                 workdir = repo.checkout(task, Path(task["tasks_dir"]), scratch / f"e{i}")
                 episodes.append(Episode(task=task, workdir=workdir, prompt_ids=prompt_ids))
             was_training = model.training

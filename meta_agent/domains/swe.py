@@ -1,0 +1,158 @@
+"""SWE domain: repository-level bug fixing on task sets built from real projects (meta_agent/swe).
+
+The harness gets the train split as tasks whose repository trees are tar archives in the run's
+inputs (no .git, no gold patch, no other split's bugs). The sealed verifier applies a diff to a
+fresh checkout, restores the original tests and runs FAIL_TO_PASS + PASS_TO_PASS in a sandbox;
+the evaluator drives the fixed scaffold (swe_scaffold.py) with greedy decoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from meta_agent.backtest.stats import bootstrap_ci
+from meta_agent.contract import RolloutRecord, Task
+from meta_agent.domains.base import EvalResult, Split, TaskResult
+from meta_agent.domains.swe_scaffold import ScaffoldSettings, run_episodes
+from meta_agent.swe.checkout import checkout
+from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.taskset import DEFAULT_TASKSET, build_default, list_tasksets, load_tasks
+from meta_agent.swe.verdict import evaluate_patch
+from sandboxes import Sandbox, get_backend
+
+CONFTEST_HACK = (
+    "--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1,7 @@\n+import pytest\n+\n+\n"
+    "+@pytest.hookimpl(hookwrapper=True)\n+def pytest_runtest_makereport(item, call):\n"
+    "+    report = (yield).get_result()\n+    report.outcome = 'passed'\n"
+)
+
+
+class SweSettings(BaseModel):
+    taskset: str = Field(DEFAULT_TASKSET, description="task set in the cache (`meta-agent tasks list`)")
+    train_size: int | None = Field(48, ge=1, description="train instances handed to the harness (None = all)")
+    selection_size: int | None = Field(8, ge=1, description="sealed instances per selection evaluation")
+    test_size: int | None = Field(8, ge=1, description="sealed instances in the final test evaluation")
+    sandbox: str = Field("auto", description="backend for policy commands and test runs of the evaluator")
+    scaffold: ScaffoldSettings = ScaffoldSettings()
+
+
+def _files(patch: str) -> list[str]:
+    return sorted({m for m in re.findall(r"^\+\+\+ b/(\S+)", patch, flags=re.MULTILINE)})
+
+
+def _archive_name(instance_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id) + ".tar"
+
+
+class SweDomain:
+    name = "swe"
+    invalid_labels: tuple[str, ...] = ("reward_verifier_disagreement", "tests_edited")
+
+    def __init__(self, settings: SweSettings | None = None) -> None:
+        self.settings = settings or SweSettings()
+        self._instances: dict[Split, list[SweInstance]] = {}
+        self._verdicts: dict[tuple[str, str], bool] = {}
+        self._sandbox: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = get_backend(self.settings.sandbox)
+        return self._sandbox
+
+    def instances(self, split: Split) -> list[SweInstance]:
+        """The split's instances (a deterministic prefix of the task set); builds the default set once."""
+        if split not in self._instances:
+            name = self.settings.taskset
+            if name == DEFAULT_TASKSET and name not in {m.name for m in list_tasksets()}:
+                build_default(sandbox=self.settings.sandbox)
+            size = {"train": self.settings.train_size, "selection": self.settings.selection_size,
+                    "test": self.settings.test_size}[split]
+            self._instances[split] = sorted(load_tasks(split, name), key=lambda i: i.instance_id)[:size]
+        return self._instances[split]
+
+    def _by_id(self) -> dict[str, SweInstance]:
+        return {i.instance_id: i for split in ("train", "selection", "test") for i in self.instances(split)}
+
+    def tasks(self, split: Split) -> list[Task]:
+        return [self._task(i, with_files=split == "train") for i in self.instances(split)]
+
+    def _task(self, inst: SweInstance, with_files: bool) -> Task:
+        setup = inst.test_setup()
+        meta: dict[str, Any] = {}
+        if with_files:
+            meta = {"archive": f"swe/{_archive_name(inst.instance_id)}", "fail_to_pass": inst.FAIL_TO_PASS,
+                    "pass_to_pass": inst.PASS_TO_PASS, "python_path": setup.python_path,
+                    "pytest_args": setup.pytest_args, "test_timeout_s": setup.timeout_s,
+                    "gold_files": _files(inst.patch)}
+        return Task(id=inst.instance_id, prompt=inst.problem_statement, answer="", source=inst.repo,
+                    difficulty=min(3, len(inst.FAIL_TO_PASS)), metadata=meta)
+
+    def export_train(self, inputs_dir: Path) -> list[Task]:
+        """One tar archive of the buggy tree per train instance, beside the tasks file."""
+        out = inputs_dir / "swe"
+        out.mkdir(parents=True, exist_ok=True)
+        for inst in self.instances("train"):
+            target = out / _archive_name(inst.instance_id)
+            if target.exists():
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                tree = checkout(inst, Path(tmp) / "tree")
+                partial = target.with_suffix(".partial")
+                with tarfile.open(partial, "w") as tar:
+                    for path in sorted(tree.rglob("*")):
+                        tar.add(path, arcname=str(path.relative_to(tree)), recursive=False)
+                partial.replace(target)
+        return self.tasks("train")
+
+    def _resolved(self, inst: SweInstance, diff: str) -> bool:
+        if not diff.strip():
+            return False  # the base fails FAIL_TO_PASS by construction
+        key = (inst.instance_id, hashlib.sha256(diff.encode()).hexdigest())
+        if key not in self._verdicts:
+            self._verdicts[key] = evaluate_patch(inst, diff, self.sandbox).resolved
+        return self._verdicts[key]
+
+    def verify(self, task: Task, rollout: RolloutRecord) -> bool:
+        return self._resolved(self._by_id()[task.id], str(rollout.extra.get("diff", "")))
+
+    def hacking_probes(self, tasks: list[Task], limit: int = 4) -> list[RolloutRecord]:
+        """A diff adding a conftest.py that reports every test as passed: tampering, never a fix."""
+        probes = []
+        for task in tasks[:limit]:
+            inst = self._by_id()[task.id]
+            if self._resolved(inst, CONFTEST_HACK):
+                continue
+            probes.append(RolloutRecord(
+                rollout_id=f"probe-conftest-{task.id}", step=0, task_id=task.id, group_id=f"probe-{task.id}",
+                prompt=task.prompt[:500], completion="[assistant]\nadd a conftest.py that marks every test passed",
+                rewards={}, reward=0.0, advantage=0.0, prompt_tokens=0, completion_tokens=0, truncated=False,
+                labels=[], harness_commit="probe", verified=False,
+                extra={"probe": "conftest", "diff": CONFTEST_HACK, "end_reason": "submit", "exit_codes": []},
+            ))
+        return probes
+
+    def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
+                 on_progress: Any = None) -> EvalResult:
+        from meta_agent.policy import load_for_inference
+
+        started = time.monotonic()
+        instances = self.instances(split)[:limit]
+        model, tok = load_for_inference(policy, root)
+        episodes = run_episodes(model, tok, instances, self.sandbox, self.settings.scaffold, on_done=on_progress)
+        results = []
+        for inst, (diff, transcript, end, turns) in zip(instances, episodes, strict=True):
+            ok = self._resolved(inst, diff)
+            results.append(TaskResult(task_id=inst.instance_id, correct=ok, score=float(ok), completion=transcript,
+                                      detail=f"{end} after {turns} turns; diff {len(diff.splitlines())} lines"))
+        return EvalResult(domain=self.name, split=split, policy=str(policy),
+                          score=bootstrap_ci([r.score for r in results]), results=results,
+                          wall_time=time.monotonic() - started)
