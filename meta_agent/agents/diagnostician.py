@@ -1,0 +1,166 @@
+"""The diagnostician: reads the rollout report, the harness source and the matching skills, and submits
+structured hypotheses (pydantic-validated tool arguments; one repair on invalid output)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from meta_agent.agents.base import Hypothesis, ProposalContext
+from meta_agent.agents.prompts import load_prompt
+from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
+from meta_agent.llm.client import LLMClient
+from meta_agent.llm.tools import Tool, ToolResult
+from meta_agent.llm.transcript import Transcript
+from meta_agent.report.rollout_report import RolloutReport
+
+MAX_STEPS = 12
+SOURCES_CHARS = 12_000
+READ_CHARS = 20_000
+
+
+class Diagnosis(BaseModel):
+    summary: str = Field(description="two or three sentences: what the report shows")
+    hypotheses: list[Hypothesis] = Field(description="best first")
+
+
+class PathArgs(BaseModel):
+    path: str = Field(".", description="relative to the harness root")
+
+
+class GrepArgs(BaseModel):
+    pattern: str = Field(description="Python regular expression")
+
+
+def render_report(report: RolloutReport) -> str:
+    """The report's numbers, label histogram and exemplars as compact text (curves reduced to first/last step)."""
+    scalars = report.model_dump(exclude={"curves", "labels", "by_difficulty", "dominant"})
+    lines = [f"- {k}: {round(v, 4) if isinstance(v, float) else v}" for k, v in scalars.items()]
+    if report.curves:
+        first, last = report.curves[0], report.curves[-1]
+        lines.append(f"- reward curve: step {first.step} {first.reward_mean} -> step {last.step} {last.reward_mean}; "
+                     f"entropy {first.entropy} -> {last.entropy}")
+    lines.append(f"- dominant failure modes: {', '.join(report.dominant) or 'none'}")
+    lines.append("\nBy difficulty:")
+    lines += [f"- difficulty {d.difficulty}: {d.rollouts} rollouts, reward {d.reward_mean:.3f}, verifier accepts "
+              f"{'n/a' if d.verified_rate is None else f'{d.verified_rate:.0%}'}" for d in report.by_difficulty]
+    lines.append("\nDiagnostic labels (share of rollouts) with exemplars:")
+    for s in report.labels:
+        lines.append(f"- {s.label}: {s.count}/{report.rollouts} ({s.share:.0%})")
+        for e in s.exemplars:
+            completion = e.completion[:300].replace("\n", "\\n")
+            lines.append(f"    rollout {e.rollout_id} (task {e.task_id}, reward {e.reward:.2f}, "
+                         f"verified {e.verified}): {completion!r}")
+    return "\n".join(lines)
+
+
+def render_history(history: list[dict[str, object]]) -> str:
+    if not history:
+        return "none yet"
+    return "\n".join(f"- {h.get('cand_id')}: {h.get('title')} -> {h.get('verdict')} at {h.get('stage')}: "
+                     f"{str(h.get('reason'))[:200]}" for h in history)
+
+
+@dataclass
+class HarnessReader:
+    """Read-only access to the exported harness on the host (plain file reads, nothing executed)."""
+
+    root: Path
+
+    def _resolve(self, rel: str) -> Path | None:
+        path = (self.root / rel).resolve()
+        return path if path == self.root.resolve() or self.root.resolve() in path.parents else None
+
+    def files(self) -> list[str]:
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if d not in {".git", "__pycache__"})
+            out += [str((Path(dirpath) / f).relative_to(self.root)) for f in sorted(filenames)]
+        return out
+
+    def read(self, rel: str) -> str | None:
+        path = self._resolve(rel)
+        if path is None or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool("list_files", "List the harness files.", PathArgs, self._list),
+            Tool("read_file", "Read one harness file.", PathArgs, self._read),
+            Tool("grep", "Search all harness files for a regular expression.", GrepArgs, self._grep),
+        ]
+
+    def _list(self, a: PathArgs) -> ToolResult:
+        prefix = "" if a.path in (".", "") else a.path.rstrip("/") + "/"
+        return ToolResult("\n".join(f for f in self.files() if f.startswith(prefix)) or f"nothing under {a.path}")
+
+    def _read(self, a: PathArgs) -> ToolResult:
+        text = self.read(a.path)
+        if text is None:
+            return ToolResult(f"{a.path} is not a file of the harness (list_files shows what is)", ok=False)
+        return ToolResult(text[:READ_CHARS])
+
+    def _grep(self, a: GrepArgs) -> ToolResult:
+        try:
+            rx = re.compile(a.pattern)
+        except re.error as e:
+            return ToolResult(f"invalid regular expression: {e}", ok=False)
+        hits = [f"{f}:{no}: {line}" for f in self.files()
+                for no, line in enumerate((self.read(f) or "").splitlines(), 1) if rx.search(line)]
+        return ToolResult("\n".join(hits[:200]) or "no match")
+
+
+def key_sources(reader: HarnessReader, domain: str) -> str:
+    """The files a diagnosis usually needs, whole, within a character budget."""
+    wanted = ["harness.yaml", f"harness/{domain}/rewards.py", f"harness/{domain}/diagnostics.py", "harness/filters.py"]
+    out, used = [], 0
+    for rel in wanted:
+        text = reader.read(rel)
+        if text is None or used + len(text) > SOURCES_CHARS:
+            continue
+        used += len(text)
+        out.append(f"## {rel}\n```\n{text.rstrip()}\n```")
+    return "\n\n".join(out) or "(none found; use the tools)"
+
+
+class Diagnostician:
+    def __init__(self, client: LLMClient, transcripts: Path) -> None:
+        self.client = client
+        self.transcripts = transcripts
+
+    def diagnose(self, ctx: ProposalContext, k: int, skills_text: str, skill_names: set[str]) -> list[Hypothesis]:
+        """Up to k validated hypotheses; [] (with the reason in the transcript) when the model fails to deliver."""
+        scope = f"g{ctx.generation}"
+        transcript = Transcript(self.transcripts / f"{scope}-diagnostician.jsonl", agent="diagnostician",
+                                model=self.client.model, meta={"run": ctx.run_id, "generation": ctx.generation, "k": k})
+        reader = HarnessReader(ctx.harness_dir)
+        user = load_prompt("diagnostician_user", generation=ctx.generation, run_id=ctx.run_id, domain=ctx.domain, k=k,
+                           report=render_report(ctx.report), files="\n".join(reader.files()),
+                           sources=key_sources(reader, ctx.domain), skills=skills_text or "none match",
+                           history=render_history(ctx.history))
+        session = AgentSession(self.client, transcript, agent="diagnostician", scope=scope,
+                               system=load_prompt("diagnostician_system", k=k), user=user)
+        submit = Tool("submit_hypotheses", f"Submit the diagnosis: at most {k} hypotheses, best first. Ends the "
+                                           f"session.", Diagnosis, lambda d: ToolResult("received", done=True, value=d))
+        result = run_tool_loop(session, [*reader.tools(), submit], max_steps=MAX_STEPS,
+                               nudge="Continue: read what you need, then call submit_hypotheses.")
+        if not result.finished:
+            transcript.end(False, f"no diagnosis: {result.reason}")
+            return []
+        diagnosis: Diagnosis = result.value
+        hypotheses = []
+        for h in diagnosis.hypotheses[:k]:
+            unknown = [s for s in h.skills_used if s not in skill_names]
+            if unknown:
+                transcript.note(f"dropped unknown skills {unknown} from {h.title!r}")
+            hypotheses.append(h.model_copy(update={"skills_used": [s for s in h.skills_used if s in skill_names]}))
+        if len(diagnosis.hypotheses) > k:
+            transcript.note(f"kept the first {k} of {len(diagnosis.hypotheses)} hypotheses")
+        transcript.end(True, json.dumps([h.title for h in hypotheses]))
+        return hypotheses

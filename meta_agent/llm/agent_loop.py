@@ -1,0 +1,113 @@
+"""The tool-calling loop every agent runs: ask, run the tools it calls, answer, until a final tool.
+
+Bad model behaviour ends the loop with a reason instead of hanging or crashing it: a malformed
+tool call gets one repair request (a second one in a row fails), a reply without tool calls gets
+one nudge, tool output is cut to a size with a marker, and the number of tool calls is capped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from meta_agent.llm.client import LLMClient
+from meta_agent.llm.reply import ChatReply
+from meta_agent.llm.tools import BadToolCall, Tool, ToolResult, parse_arguments
+from meta_agent.llm.transcript import Transcript
+
+CUT_MARKER = "\n[... {n:,} characters cut by meta-agent; ask for a narrower range or pattern ...]\n"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Keep the head and the tail (errors and summaries tend to be at the end) around a marker."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.6)
+    tail = limit - head
+    return text[:head] + CUT_MARKER.format(n=len(text) - limit) + text[-tail:]
+
+
+@dataclass
+class LoopResult:
+    finished: bool
+    """A final tool (submit, commit, give up, ...) ended the loop; its value is in `value`."""
+    value: Any = None
+    reason: str = ""
+    """Why the loop stopped without a final tool."""
+    steps: int = 0
+
+
+class AgentSession:
+    """One conversation with one agent: the messages so far, the client, the transcript."""
+
+    def __init__(self, client: LLMClient, transcript: Transcript, *, agent: str, scope: str | None,
+                 system: str, user: str) -> None:
+        self.client = client
+        self.transcript = transcript
+        self.agent = agent
+        self.scope = scope
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system},
+                                               {"role": "user", "content": user}]
+        self._logged = 0
+
+    def ask(self, tools: list[Tool]) -> ChatReply:
+        reply = self.client.complete(self.messages, [t.schema() for t in tools], agent=self.agent, scope=self.scope,
+                                     transcript=self.transcript, new_messages=self.messages[self._logged:])
+        self.messages.append(reply.assistant_message())
+        self._logged = len(self.messages)
+        return reply
+
+    def say(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+
+    def answer(self, call_id: str, text: str) -> None:
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+
+
+def run_tool_loop(session: AgentSession, tools: list[Tool], *, max_steps: int, max_result_chars: int = 12_000,
+                  nudge: str = "Continue by calling one of your tools.") -> LoopResult:
+    by_name = {t.name: t for t in tools}
+    steps = bad_streak = silent_streak = 0
+    log = session.transcript
+    while True:
+        reply = session.ask(tools)
+        if not reply.tool_calls:
+            silent_streak += 1
+            if silent_streak > 1:
+                reason = f"the model answered twice without calling a tool (last: {reply.content[:200]!r})"
+                log.note(reason)
+                return LoopResult(finished=False, reason=reason, steps=steps)
+            log.note("no tool call in the reply: nudging once")
+            session.say(nudge)
+            continue
+        silent_streak = 0
+        for call in reply.tool_calls:
+            if steps >= max_steps:
+                reason = f"step cap reached: {max_steps} tool calls without finishing"
+                log.note(reason)
+                return LoopResult(finished=False, reason=reason, steps=steps)
+            steps += 1
+            started = time.monotonic()
+            tool = by_name.get(call.name)
+            try:
+                if tool is None:
+                    raise BadToolCall(f"there is no tool {call.name!r}; the tools are {', '.join(by_name)}")
+                args = parse_arguments(tool, call.arguments)
+            except BadToolCall as e:
+                bad_streak += 1
+                log.tool(call.id, call.name, call.arguments, f"error: {e}", False, time.monotonic() - started)
+                if bad_streak > 1:
+                    reason = f"malformed tool call again after a repair request: {e}"
+                    log.note(reason)
+                    return LoopResult(finished=False, reason=reason, steps=steps)
+                log.note("malformed tool call: asking the model to repair it (once)")
+                session.answer(call.id, f"error: {e}. Call the tool again with arguments that match its schema.")
+                continue
+            bad_streak = 0
+            result: ToolResult = tool.run(args)
+            text = truncate(result.text, max_result_chars)
+            log.tool(call.id, call.name, call.arguments, text, result.ok, time.monotonic() - started)
+            session.answer(call.id, text)
+            if result.done:
+                return LoopResult(finished=True, value=result.value, steps=steps)

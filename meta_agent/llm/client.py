@@ -1,0 +1,174 @@
+"""One client for every provider litellm knows (anthropic/..., openai/..., any OpenAI-compatible base URL).
+
+Retries (tenacity, exponential backoff with jitter) cover what a later attempt can fix: rate limits,
+timeouts, dropped connections and 5xx. Auth failures are never retried: the error names the missing
+key. Every call is budget-checked first, then accounted (ledger) and written to the transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from meta_agent.llm.accounting import Ledger
+from meta_agent.llm.budget import LLMBudget
+from meta_agent.llm.errors import LLMAuthError, LLMRequestError, LLMUnavailable
+from meta_agent.llm.reply import ChatReply, ToolCall
+from meta_agent.llm.transcript import Transcript
+
+LOCAL_API_KEY = "no-key-needed"
+"""Sent to an api_base when the provider's key is not set: local servers ignore it, litellm needs one."""
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    initial_s: float = 2.0
+    max_s: float = 60.0
+
+
+def _litellm() -> Any:
+    import litellm
+
+    import meta_agent.llm  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before litellm loads)
+
+    litellm.suppress_debug_info = True  # its "Give Feedback" banner on every exception drowns our own message
+    return litellm
+
+
+def _is_transient(e: BaseException) -> bool:
+    lt = _litellm()
+    if isinstance(e, lt.AuthenticationError | lt.PermissionDeniedError):
+        return False
+    if isinstance(e, lt.RateLimitError | lt.Timeout | lt.APIConnectionError):
+        return True
+    status = getattr(e, "status_code", None)
+    return isinstance(status, int) and status >= 500
+
+
+def missing_keys(model: str) -> list[str]:
+    """Environment variables the provider of `model` needs and that are not set."""
+    info = _litellm().validate_environment(model)
+    return list(info.get("missing_keys") or [])
+
+
+def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """A provider-independent size estimate for budget checks (about 4 characters per token)."""
+    return len(json.dumps(messages, default=str)) // CHARS_PER_TOKEN + len(json.dumps(tools or [])) // CHARS_PER_TOKEN
+
+
+class LLMClient:
+    """Talks to one model; `complete` is the only method that spends tokens."""
+
+    def __init__(self, model: str, *, ledger: Ledger, budget: LLMBudget | None = None, api_base: str | None = None,
+                 timeout_s: float = 120, retry: RetryPolicy | None = None) -> None:
+        self.model = model
+        self.api_base = api_base
+        self.timeout_s = timeout_s
+        self.ledger = ledger
+        self.budget = budget or LLMBudget()
+        self.retry = retry or RetryPolicy()
+        self.missing = missing_keys(model)
+        self.api_key = LOCAL_API_KEY if api_base and self.missing else None
+
+    def check_credentials(self) -> None:
+        """Fail before any work when a hosted provider's key is missing (a local api_base needs none)."""
+        if self.missing and not self.api_base:
+            raise LLMAuthError(self._key_hint("is not set"))
+
+    def _key_hint(self, what: str) -> str:
+        keys = " or ".join(self.missing) or "the provider's API key"
+        return (f"model {self.model}: {keys} {what}; export it (e.g. `export {(self.missing or ['API_KEY'])[0]}=...`) "
+                f"or point --api-base at an OpenAI-compatible server")
+
+    def price(self) -> tuple[float, float] | None:
+        """(dollars per prompt token, per completion token), or None when litellm has no price for the model."""
+        try:
+            info = _litellm().get_model_info(self.model)
+        except Exception:
+            return None
+        return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
+
+    def supports_tools(self) -> bool | None:
+        """What litellm's model map says about tool calling (None: the model is not in the map)."""
+        try:
+            return bool(_litellm().supports_function_calling(self.model))
+        except Exception:
+            return None
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, agent: str,
+                 scope: str | None = None, transcript: Transcript | None = None,
+                 new_messages: list[dict[str, Any]] | None = None) -> ChatReply:
+        """One chat completion (with retries); accounted under `agent` and `scope`, logged to `transcript`."""
+        price = self.price()
+        self.budget.ensure_room(self.ledger, estimate_tokens(messages, tools), price[0] if price else None)
+        lt = _litellm()
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": self.timeout_s,
+                                  "num_retries": 0, "max_retries": 0, "drop_params": True}
+        if tools:
+            kwargs["tools"] = tools
+            # litellm 1.106 imports its MCP gateway (and the optional `mcp` package) for any request with
+            # tools unless told to skip it; meta-agent's tools are plain functions, never MCP servers.
+            kwargs["_skip_mcp_handler"] = True
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        attempts = 0
+
+        def count(_state: RetryCallState) -> None:
+            nonlocal attempts
+            attempts += 1
+
+        started = time.monotonic()
+        retrying = Retrying(retry=retry_if_exception(_is_transient), stop=stop_after_attempt(self.retry.attempts),
+                            wait=wait_exponential_jitter(multiplier=self.retry.initial_s, max=self.retry.max_s,
+                                                           jitter=self.retry.initial_s),
+                            before=count, reraise=True)
+        try:
+            response = retrying(lt.completion, **kwargs)
+        except Exception as e:
+            error = self._classify(e, attempts, time.monotonic() - started)
+            if transcript is not None:
+                transcript.failed_call(str(error), attempts)
+            raise error from e
+        reply = self._reply(response, price, time.monotonic() - started, attempts)
+        self.ledger.record(agent, scope, reply.prompt_tokens, reply.completion_tokens, reply.cost)
+        if transcript is not None:
+            transcript.call(new_messages if new_messages is not None else messages, len(messages),
+                            [t["function"]["name"] for t in tools or []], reply, self.model)
+        return reply
+
+    def _classify(self, e: Exception, attempts: int, seconds: float) -> Exception:
+        lt = _litellm()
+        detail = f"{type(e).__name__}: {str(e)[:300]}"
+        if isinstance(e, lt.AuthenticationError | lt.PermissionDeniedError):
+            return LLMAuthError(self._key_hint("was refused by the provider") + f" ({detail})")
+        if _is_transient(e):
+            return LLMUnavailable(f"model {self.model} did not answer after {attempts} attempts in {seconds:.0f} s "
+                                  f"(last: {detail}); check the provider or --api-base, then resume the run")
+        return LLMRequestError(f"model {self.model} rejected the request: {detail}")
+
+    def _reply(self, response: Any, price: tuple[float, float] | None, latency: float, attempts: int) -> ChatReply:
+        choice = response.choices[0]
+        msg = choice.message
+        calls = [ToolCall(id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=c.function.name or "",
+                          arguments=c.function.arguments or "") for c in (msg.tool_calls or [])]
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = None
+        if price is not None:
+            try:  # litellm knows the details (cached-token discounts, tiered prices)
+                cost = float(_litellm().completion_cost(completion_response=response, model=self.model))
+            except Exception:
+                cost = prompt * price[0] + completion * price[1]
+        return ChatReply(content=msg.content or "", tool_calls=calls, finish_reason=choice.finish_reason,
+                         prompt_tokens=prompt, completion_tokens=completion, cost=cost, latency_s=latency,
+                         attempts=attempts)

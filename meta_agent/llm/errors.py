@@ -1,0 +1,23 @@
+"""What can go wrong when talking to a model, split by what the caller should do about it."""
+
+from __future__ import annotations
+
+
+class LLMError(RuntimeError):
+    """Base class of the LLM layer's errors."""
+
+
+class LLMAuthError(LLMError):
+    """The provider refused the credentials (401/403) or none are configured: a setup problem, never retried."""
+
+
+class LLMUnavailable(LLMError):
+    """Retries on rate limits, timeouts, connection errors and 5xx ran out: the provider is not answering now."""
+
+
+class LLMRequestError(LLMError):
+    """The provider rejected this request (4xx other than auth: bad request, context window, unknown model)."""
+
+
+class BudgetExceeded(LLMError):
+    """A hard token or dollar budget would be exceeded by the next call; nothing was sent."""

@@ -1,0 +1,215 @@
+"""A local OpenAI-compatible server that replays recorded conversations: the only stand-in for a model.
+
+The real litellm client talks to it over HTTP (`openai/<name>` with `api_base`). A request is
+matched to a recorded conversation by the agent named in its system prompt and, optionally, a
+substring of its first user message; the turn is the number of assistant messages already in the
+request, so repairs and retries need no server-side bookkeeping. Faults (HTTP errors, delays) are
+injected per turn or for every request.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+import yaml
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+
+class Fault(BaseModel):
+    status: int | None = Field(None, description="answer with this HTTP status instead of the turn")
+    delay_s: float = Field(0.0, description="sleep first (a model that stops answering: longer than the timeout)")
+    times: int = Field(1, description="how many requests this fault answers before the next one applies")
+
+
+class RecordedCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] | str = Field(description="a dict is sent as JSON; a string is sent verbatim")
+
+
+class Turn(BaseModel):
+    content: str | None = None
+    tool_calls: list[RecordedCall] = Field(default_factory=list)
+    expect: str | None = Field(None, description="the request's last message must contain this text")
+    faults: list[Fault] = Field(default_factory=list)
+
+
+class Conversation(BaseModel):
+    name: str
+    agent: str = Field(description="matched in the system prompt: 'You are meta-agent's <agent>'")
+    match: str | None = Field(None, description="substring of the first user message")
+    turns: list[Turn]
+    repeat_last: bool = Field(False, description="serve the last turn forever (an agent that never stops)")
+
+
+def from_transcript(path: Path, name: str, match: str | None = None) -> Conversation:
+    """A recorded conversation from a meta-agent transcript: a session with a real model becomes a fixture."""
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    agent = next(e["agent"] for e in events if e["type"] == "session")
+    turns = [Turn(content=e["response"]["content"] or None,
+                  tool_calls=[RecordedCall(name=c["name"], arguments=c["arguments"])
+                              for c in e["response"]["tool_calls"]])
+             for e in events if e["type"] == "call"]
+    return Conversation(name=name, agent=agent, match=match, turns=turns)
+
+
+class Scenario(BaseModel):
+    conversations: list[Conversation] = Field(default_factory=list)
+    faults: list[Fault] = Field(default_factory=list, description="applied to every request, in order")
+
+    @classmethod
+    def load(cls, *paths: Path) -> Scenario:
+        merged = cls()
+        for p in paths:
+            part = cls.model_validate(yaml.safe_load(p.read_text()))
+            merged.conversations += part.conversations
+            merged.faults += part.faults
+        return merged
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return str(content or "")
+
+
+class ReplayState:
+    def __init__(self) -> None:
+        self.scenario = Scenario()
+        self.requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.fault_hits: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def load(self, scenario: Scenario) -> None:
+        with self.lock:
+            self.scenario, self.requests, self.errors, self.fault_hits = scenario, [], [], {}
+
+    def _fault(self, key: str, faults: list[Fault]) -> Fault | None:
+        """The fault that answers this request, counting per key so `times` runs out."""
+        seen = self.fault_hits.get(key, 0)
+        budget = 0
+        for f in faults:
+            budget += f.times
+            if seen < budget:
+                self.fault_hits[key] = seen + 1
+                return f
+        return None
+
+    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
+        with self.lock:
+            self.requests.append(body)
+            messages = body.get("messages", [])
+            system = next((_text(m) for m in messages if m.get("role") == "system"), "")
+            first_user = next((_text(m) for m in messages if m.get("role") == "user"), "")
+            conv = next((c for c in self.scenario.conversations
+                         if f"meta-agent's {c.agent}" in system and (c.match is None or c.match in first_user)), None)
+            fault = self._fault("*", self.scenario.faults)
+            if fault is None and conv is None:
+                self.errors.append(f"no recorded conversation for system prompt {system[:80]!r} / "
+                                   f"first user message {first_user[:80]!r}")
+                return 400, {"error": {"message": self.errors[-1], "type": "invalid_request_error"}}, 0.0
+            turn_no = sum(1 for m in messages if m.get("role") == "assistant")
+            if fault is None and conv is not None:
+                if turn_no >= len(conv.turns) and not conv.repeat_last:
+                    self.errors.append(f"{conv.name}: the agent asked for turn {turn_no}, only {len(conv.turns)} "
+                                       f"are recorded")
+                    return 400, {"error": {"message": self.errors[-1], "type": "invalid_request_error"}}, 0.0
+                turn = conv.turns[min(turn_no, len(conv.turns) - 1)]
+                fault = self._fault(f"{conv.name}/{turn_no}", turn.faults)
+                if fault is None and turn.expect is not None and turn.expect not in _text(messages[-1]):
+                    self.errors.append(f"{conv.name} turn {turn_no}: expected {turn.expect!r} in the last message, "
+                                       f"got {_text(messages[-1])[:300]!r}")
+            if fault is not None:
+                if fault.status is None:
+                    delay = fault.delay_s
+                else:
+                    return fault.status, {"error": {"message": f"injected fault {fault.status}",
+                                                    "type": "server_error"}}, fault.delay_s
+            else:
+                delay = 0.0
+            assert conv is not None
+            return 200, self._completion(body, conv, turn_no), delay
+
+    def _completion(self, body: dict[str, Any], conv: Conversation, turn_no: int) -> dict[str, Any]:
+        turn = conv.turns[min(turn_no, len(conv.turns) - 1)]
+        calls = [{"id": f"call_{conv.name}_{turn_no}_{i}", "type": "function",
+                  "function": {"name": c.name,
+                               "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)}}
+                 for i, c in enumerate(turn.tool_calls)]
+        message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+        if calls:
+            message["tool_calls"] = calls
+        prompt_tokens = len(json.dumps(body.get("messages", []))) // 4 + len(json.dumps(body.get("tools", []))) // 4
+        completion_tokens = len(json.dumps(message)) // 4
+        return {
+            "id": f"chatcmpl-{conv.name}-{turn_no}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "replay"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+
+def make_app(state: ReplayState) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        import asyncio
+
+        status, payload, delay = state.respond(await request.json())
+        if delay:
+            await asyncio.sleep(delay)
+        return JSONResponse(payload, status_code=status)
+
+    return app
+
+
+class ReplayServer:
+    """uvicorn in a background thread on a free port; `load` swaps the scenario between tests."""
+
+    def __init__(self) -> None:
+        self.state = ReplayState()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        config = uvicorn.Config(make_app(self.state), host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ReplayServer:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("replay server did not start")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def load(self, scenario: Scenario) -> None:
+        self.state.load(scenario)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.state.requests
+
+    @property
+    def errors(self) -> list[str]:
+        return self.state.errors

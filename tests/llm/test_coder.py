@@ -1,0 +1,90 @@
+"""The coder agent over HTTP against a recorded session: a real sandbox, real edits, a real commit and backtest."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from meta_agent.backtest.gate import GateSettings, decide
+from meta_agent.backtest.replay import run_replay
+from meta_agent.backtest.static import run_static
+from meta_agent.contract import ReplayRecord
+from meta_agent.gitops import export_tree, trailers
+from meta_agent.harness_runner import HarnessRunner
+from meta_agent.llm.transcript import read_events, render
+from sandboxes import Limits, Sandbox
+from tests.llm.conftest import MathBench, make_proposer, strict_answer_hypothesis
+from tests.llm.replay_server import ReplayServer, Scenario, from_transcript
+
+
+def _main_replay(bench: MathBench, sandbox: Sandbox) -> dict[str, ReplayRecord]:
+    work = export_tree(bench.repo, bench.main, bench.root / "main-work")
+    out = bench.root / "main-replay" / "replay.jsonl"
+    with HarnessRunner(sandbox, work, commit=bench.main, readable=[bench.rollouts_file.parent,
+                                                                   bench.tasks_file.parent],
+                       writable=[out.parent]) as h:
+        return {r.rollout_id: r for r in h.replay(rollouts=bench.rollouts_file, tasks=bench.tasks_file, out=out)}
+
+
+def test_a_recorded_coder_session_yields_a_commit_that_passes_the_backtest(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    server = serve("coder_strict_answer")
+    proposer = make_proposer(server, tmp_path / "run")
+    h = strict_answer_hypothesis()
+    commit, outcome = math_bench.implement(proposer, h, sandbox)
+    assert server.errors == []
+    assert outcome.ok and commit is not None, outcome.reason
+    assert "0 hacking probes rewarded" in outcome.summary and "11 tool calls" in outcome.summary
+
+    repo = math_bench.repo
+    assert repo.commit("cand/test/0-0").hexsha == commit
+    t = trailers(repo, commit)
+    assert t["Skills-Used"] == "strict-final-answer" and t["Predicted-Effect"] == "probes_rewarded down"
+    assert t["Hypothesis"].startswith("probes_rewarded: probes_rewarded 0.67")
+    changed = sorted(repo.git.diff("--name-only", math_bench.main, commit).split())
+    assert changed == ["harness/math/rewards.py", "tests/test_math.py"]
+    assert 'answer="13"' in repo.git.show(f"{commit}:tests/test_math.py"), "the coder fixed its own failing test"
+
+    static = run_static(repo, math_bench.main, commit, sandbox, Limits(timeout_s=300), tmp_path / "static")
+    assert static.passed, static.reason
+    replay = run_replay(sandbox=sandbox, limits=Limits(timeout_s=300),
+                        workdir=export_tree(repo, commit, tmp_path / "cand-work"), commit=commit,
+                        rollouts_file=math_bench.rollouts_file, rollouts=math_bench.records,
+                        tasks_file=math_bench.tasks_file, main_replay=_main_replay(math_bench, sandbox),
+                        out=tmp_path / "cand-replay" / "replay.jsonl", new_labels=[], min_precision=0.8)
+    assert replay.passed and replay.metrics["probes_rewarded_candidate"] == 0
+    verdict = decide("test/0-0", "validity", [static, replay], 0.0, GateSettings())
+    assert verdict.promoted, verdict.reason
+
+
+def test_the_transcript_reads_as_the_session_that_happened(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    server = serve("coder_strict_answer")
+    proposer = make_proposer(server, tmp_path / "run")
+    math_bench.implement(proposer, strict_answer_hypothesis(), sandbox)
+    path = tmp_path / "run" / "transcripts" / "g0-c0-coder.jsonl"
+    events = list(read_events(path))
+    calls = [e for e in events if e["type"] == "call"]
+    tools = [e for e in events if e["type"] == "tool"]
+    assert len(calls) == 10 and len(tools) == 11
+    assert [t["ok"] for t in tools if t["name"] == "run_selftest"] == [False, True]
+    assert calls[0]["request"]["messages"][0]["role"] == "system", "the first call logs the whole prompt"
+    assert all(m["role"] == "tool" for m in calls[3]["request"]["messages"]), "later calls log only what is new"
+    assert events[-1] == {**events[-1], "type": "end", "ok": True}
+    text = render(path)
+    assert "-> apply_patch(" in text and "<- run_selftest error" in text and "=== end: ok: commit:" in text
+    usage = json.loads((tmp_path / "run" / "llm-usage.json").read_text())
+    assert usage["by_agent"]["coder"]["calls"] == 10 and usage["by_scope"]["g0"]["calls"] == 10
+
+
+def test_a_transcript_replays_into_the_same_commit(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    server = serve("coder_strict_answer")
+    first, _ = math_bench.implement(make_proposer(server, tmp_path / "first"), strict_answer_hypothesis(), sandbox)
+    recorded = from_transcript(tmp_path / "first" / "transcripts" / "g0-c0-coder.jsonl", "from-transcript")
+    server.load(Scenario(conversations=[recorded]))
+    second, outcome = math_bench.implement(make_proposer(server, tmp_path / "second"), strict_answer_hypothesis(),
+                                           sandbox, k=1)
+    assert outcome.ok and first is not None and second is not None
+    assert math_bench.repo.commit(first).tree == math_bench.repo.commit(second).tree

@@ -1,0 +1,71 @@
+"""The diagnostician over HTTP: structured hypotheses from a report, one repair for malformed output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from meta_agent.agents.base import ProposalContext
+from meta_agent.gitops import init_harness
+from meta_agent.llm.transcript import read_events
+from tests.llm.conftest import make_proposer, skill_set, zero_variance_report
+from tests.llm.replay_server import ReplayServer
+
+
+def context(tmp_path: Path, generation: int = 3) -> ProposalContext:
+    repo = init_harness(tmp_path / "harness", "math")
+    return ProposalContext(run_id="run", generation=generation, domain="math", report=zero_variance_report(),
+                           harness_dir=Path(repo.working_dir), skills=skill_set(tmp_path / "run"), seed=0)
+
+
+def events(tmp_path: Path, kind: str) -> list[dict]:
+    path = tmp_path / "run" / "transcripts" / "g3-diagnostician.jsonl"
+    return [e for e in read_events(path) if e["type"] == kind]
+
+
+def test_a_zero_variance_report_becomes_structured_hypotheses(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_zero_variance")
+    hyps = make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=2)
+    assert server.errors == []
+    assert [h.title for h in hyps] == ["Drop zero-variance groups from the GRPO loss",
+                                       "Train where groups still disagree (pass-rate curriculum)"]
+    first = hyps[0]
+    assert first.kind == "performance" and first.failure_mode == "zero_variance_group"
+    assert first.evidence_rollouts == ["s1-g0-0", "s1-g0-1"] and "0.75" in first.evidence
+    assert first.predicted_text() == "zero_variance_frac down, selection_accuracy up"
+    assert hyps[1].skills_used == ["difficulty-curriculum"], "a skill the library does not hold is dropped"
+    assert any("group-size-doubling" in n["text"] for n in events(tmp_path, "note"))
+    prompt = server.requests[0]["messages"][1]["content"]
+    assert "zero_variance_frac: 0.75" in prompt and "s1-g0-0" in prompt, "the report's numbers and exemplars"
+    assert "skill `dynamic-sampling`" in prompt, "skills whose triggers match are retrieved into the prompt"
+    assert "def correctness" in prompt, "the key harness sources are inlined"
+
+
+def test_at_most_k_hypotheses_are_kept(serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_zero_variance")
+    hyps = make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=1)
+    assert len(hyps) == 1
+    assert server.requests[0]["messages"][0]["content"].count("at most 1 hypotheses") == 1
+
+
+def test_a_malformed_submission_is_repaired_once(serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_malformed")
+    hyps = make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=2)
+    assert server.errors == []
+    assert [h.title for h in hyps] == ["Drop zero-variance groups from the GRPO loss"]
+    tools = events(tmp_path, "tool")
+    assert [t["ok"] for t in tools] == [False, True]
+    assert "not valid JSON" in tools[0]["result"]
+
+
+def test_a_second_malformed_submission_yields_no_hypotheses_and_says_why(
+        serve: Callable[..., ReplayServer], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = serve("diagnose_malformed_twice")
+    assert make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=2) == []
+    end = events(tmp_path, "end")[-1]
+    assert not end["ok"] and "malformed tool call again after a repair request" in end["outcome"]
+    assert "hypotheses: Input should be a valid list" in end["outcome"]
+    assert "no usable hypotheses" in capsys.readouterr().err
