@@ -76,7 +76,6 @@ class BaseRun(BaseModel):
     """The project's suite at the pristine base: which tests pass, how long it takes, what each test executes."""
 
     passing: list[str]
-    test_files: list[str]
     wall_time: float
     coverage: dict[str, dict[int, list[int]]]
     """source file (relative) -> line -> indices into `passing` of the tests that execute it."""
@@ -86,7 +85,6 @@ class BaseRun(BaseModel):
 class ProjectResult:
     repo: str
     instances: list[SweInstance] = field(default_factory=list)
-    tested: int = 0
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -97,14 +95,18 @@ def prepare_repo(source: Source) -> tuple[ProjectRepo, str, str]:
         repo_name = f"pypi/{name.lower()}-{version}"
         path = repo_path_for(repo_name)
         archive = fetch_sdist(name, version, source.sha256)
-        if (path / ".git").is_dir():
-            return ProjectRepo(path), repo_name, version
-        with tempfile.TemporaryDirectory(prefix="meta-agent-sdist-") as tmp:
-            tree = extract_sdist(archive, Path(tmp))
-            return ProjectRepo.from_tree(tree, path, f"{name} {version} from its PyPI sdist"), repo_name, version
+        with FileLock(f"{path}.lock"):  # two builds of one project must not both create its repo
+            if (path / ".git").is_dir():
+                return ProjectRepo(path), repo_name, version
+            with tempfile.TemporaryDirectory(prefix="meta-agent-sdist-") as tmp:
+                tree = extract_sdist(archive, Path(tmp))
+                return ProjectRepo.from_tree(tree, path, f"{name} {version} from its PyPI sdist"), repo_name, version
     src = Path(source.spec)
     repo_name = local_repo_name(src)
-    repo = ProjectRepo.from_git(src, repo_path_for(repo_name))
+    path = repo_path_for(repo_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{path}.lock"):
+        repo = ProjectRepo.from_git(src, path)
     return repo, repo_name, repo.base_commit[:12]
 
 
@@ -145,7 +147,7 @@ class ProjectBuilder:
         self.repo, self.repo_name, self.version = prepare_repo(source)
         self.base = self.repo.base_commit
         root = self.repo.path
-        self.setup = TestSetup(python_path=python_path(root), deps=deps)
+        self.setup = TestSetup(python_path=python_path(self.repo.files(self.base)), deps=deps)
         key = f"{self.base[:12]}-{'-'.join(sorted(deps)) or 'nodeps'}"
         self.work = cache_dir() / "swe" / "work" / root.name / key.replace("/", "_")[:120]
         self.work.mkdir(parents=True, exist_ok=True)
@@ -181,8 +183,7 @@ class ProjectBuilder:
                 by_line = coverage.setdefault(rel, {})
                 for line in lines:
                     by_line.setdefault(line, []).append(index[test])
-        run = BaseRun(passing=passing, test_files=sorted({test_file_of(t) for t in passing}),
-                      wall_time=plain.wall_time, coverage=coverage)
+        run = BaseRun(passing=passing, wall_time=plain.wall_time, coverage=coverage)
         cached.write_text(run.model_dump_json())
         return run
 
@@ -241,7 +242,7 @@ class ProjectBuilder:
             target = root / m.file
             target.write_text(mutated, encoding="utf-8")
             try:
-                report = run_tests(session, root, self.setup, select=judged, timeout=10.0 + 3.0 * base.wall_time,
+                report = run_tests(session, root, self.setup, select=judged, timeout=self.mutant_timeout(base),
                                    deps_dir=self.deps)
             finally:
                 target.write_text(original, encoding="utf-8")
@@ -256,6 +257,11 @@ class ProjectBuilder:
             return self._record(m, "flaky", "some tests were skipped or went missing under the mutant")
         messages = {t: report.tests[t].message for t in f2p[:MESSAGES_KEPT]}
         return self._record(m, "kept", fail_to_pass=f2p, pass_to_pass=p2p, messages=messages)
+
+    @staticmethod
+    def mutant_timeout(base: BaseRun) -> float:
+        """Tight, since mutants that loop forever are common and each costs this much; a miss only drops one."""
+        return 5.0 + 2.0 * base.wall_time
 
     @staticmethod
     def _problem(report: TestReport) -> tuple[Status, str] | None:
@@ -327,7 +333,7 @@ class ProjectBuilder:
             base = self.base_run(slots)
             order = self.candidates(base)
             records = self.load_log()
-            self._drive(base, order, records, slots, result)
+            self._drive(base, order, records, slots)
         kept = self._kept_prefix(order, records)
         by_id = {m.id: m for m in order}
         for rec in kept:
@@ -347,8 +353,8 @@ class ProjectBuilder:
                 kept.append(rec)
         return kept
 
-    def _drive(self, base: BaseRun, order: list[Mutation], records: dict[str, MutantRecord], slots: _Slots,
-               result: ProjectResult) -> None:
+    def _drive(self, base: BaseRun, order: list[Mutation], records: dict[str, MutantRecord], slots: _Slots) -> None:
+        """Test mutants in order, `workers` at a time, until the kept prefix is full or none are left."""
         todo = iter(m for m in order if m.id not in records)
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=self.console,
@@ -377,7 +383,6 @@ class ProjectBuilder:
                     rec = fut.result()
                     records[rec.id] = rec
                     self.append_log(rec)
-                    result.tested += 1
                 refresh()
 
 

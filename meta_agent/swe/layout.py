@@ -42,11 +42,14 @@ def is_source_path(rel: str) -> bool:
     return not any(part in NOT_SOURCE_DIRS or part.endswith(".egg-info") for part in path.parts[:-1])
 
 
-def python_path(root: Path) -> list[str]:
-    """sys.path entries (relative) for a checkout: src/ first for a src layout, then the root."""
-    src = root / "src"
-    if src.is_dir() and any((p / "__init__.py").is_file() or p.suffix == ".py" for p in src.iterdir()):
-        return ["src", "."]
+def python_path(files: list[str]) -> list[str]:
+    """sys.path entries (relative) for a tree with these files: src/ first for a src layout, then the root."""
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        module = len(parts) == 2 and rel.endswith(".py")
+        package = len(parts) == 3 and parts[2] == "__init__.py"
+        if parts[0] == "src" and (module or package):
+            return ["src", "."]
     return ["."]
 
 

@@ -12,6 +12,7 @@ import ast
 import hashlib
 import random
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ _AUG: dict[type[ast.operator], tuple[str, str]] = {
     ast.Sub: (r"-=", "+="),
     ast.BitOr: (r"\|=", "&="),
 }
+_PARSE_LOCK = threading.Lock()
 _SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
 _DROPPABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Continue, ast.Break, ast.Delete, ast.Raise)
 _SYMMETRIC_CALLS = frozenset({"max", "min", "print", "set", "frozenset"})
@@ -80,13 +82,20 @@ class Mutation:
         return source[: self.start] + self.replacement + source[self.end :]
 
 
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """ast.parse, one thread at a time: CPython 3.11's parser state is not thread-safe
+    ("AST constructor recursion depth mismatch" when builder threads parse at once)."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def is_effective(source: str, mutated: str) -> bool:
     """The mutant parses and differs from the original in its AST (not only in formatting)."""
     try:
-        new = ast.parse(mutated)
+        new = parse(mutated)
     except SyntaxError:
         return False
-    return ast.dump(new) != ast.dump(ast.parse(source))
+    return ast.dump(new) != ast.dump(parse(source))
 
 
 class _Finder:
@@ -198,7 +207,7 @@ def _walk(tree: ast.AST) -> Iterator[ast.AST]:
 def find_mutations(source: str, file: str) -> list[Mutation]:
     """Every candidate mutation of one file, in a fixed order (no randomness here)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source, file)
     except SyntaxError:
         return []
     f = _Finder(source, file)

@@ -111,6 +111,10 @@ class Reporter:
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
+    # Code that reads stdin (a CLI under test, a mutant that lost its input file) gets EOF, not a hang.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     import pytest  # before the checkout is on sys.path, so the checkout cannot shadow it
 
     for entry in reversed(spec["python_path"]):

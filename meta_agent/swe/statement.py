@@ -19,6 +19,7 @@ MIN_FORBIDDEN_CHARS = 4
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _TMP_PATH = re.compile(r"/tmp/[^\s'\"):,]+")
+_PYTEST_HINTS = ("Use -v to get more diff", "Use -vv to get more diff", "Full diff:", "Omitting ")
 
 
 def changed_lines(diff: str) -> list[str]:
@@ -36,7 +37,7 @@ def changed_lines(diff: str) -> list[str]:
 def _clean_message(message: str, forbidden: list[str]) -> str:
     message = _TMP_PATH.sub("<tmp>", _ADDRESS.sub("", message))
     kept = [line.rstrip() for line in message.strip().splitlines()
-            if line.strip() and not any(f in line for f in forbidden)]
+            if line.strip() and not line.strip().startswith(_PYTEST_HINTS) and not any(f in line for f in forbidden)]
     text = "\n".join(kept[:MAX_MESSAGE_LINES])
     if len(kept) > MAX_MESSAGE_LINES:
         text += "\n..."

@@ -27,8 +27,8 @@ from meta_agent.swe.instance import SPLITS, Split, SweInstance, read_instances, 
 from meta_agent.swe.splits import with_splits
 from sandboxes import Sandbox
 
-__all__ = ["DEFAULT_PROJECTS", "Manifest", "build_default", "checkout", "find_instance", "import_tasks",
-           "list_tasksets", "load_tasks", "repo_path", "save_taskset"]
+__all__ = ["DEFAULT_PROJECTS", "DEFAULT_TASKSET", "Manifest", "build_default", "checkout", "find_instance",
+           "import_tasks", "list_tasksets", "load_tasks", "repo_path", "save_taskset"]
 
 DEFAULT_TASKSET = "default"
 

@@ -21,8 +21,10 @@ RUNNER = Path(__file__).with_name("pytest_runner.py")
 PASSED = "passed"
 FAILING = frozenset({"failed", "error"})
 BASE_PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "console_output_style=classic",
-                    "--tb=short", "--color=no"]
-"""Project addopts (coverage, doctests, xdist) are dropped so build and evaluation run the same way."""
+                    "--tb=no", "--color=no"]
+"""Project addopts (coverage, doctests, xdist) are dropped so build and evaluation run the same way.
+Tracebacks are not printed (`--tb=no`): outcomes and crash lines come from the plugin, and
+formatting hundreds of failure tracebacks can take ten times longer than the tests."""
 
 
 @dataclass

@@ -8,7 +8,6 @@ never make a task pass. Only meta-agent calls this; the harness never sees it.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import os
 import shutil
@@ -23,6 +22,7 @@ from meta_agent.swe.checkout import checkout
 from meta_agent.swe.env import deps_dir, deps_mounts
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.layout import is_test_path, list_files
+from meta_agent.swe.mutate import parse
 from meta_agent.swe.testrun import PASSED, run_tests
 from sandboxes import Limits, Sandbox
 
@@ -90,13 +90,17 @@ def _restore_tests(root: Path, originals: dict[str, bytes], changed: list[str]) 
             target.unlink(missing_ok=True)
 
 
+def _symlinks(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_symlink()}
+
+
 def _syntax_errors(root: Path, changed: list[str]) -> list[str]:
     bad = []
     for rel in changed:
         path = root / rel
-        if rel.endswith(".py") and path.is_file() and not is_test_path(rel):
+        if rel.endswith(".py") and path.is_file() and not path.is_symlink() and not is_test_path(rel):
             try:
-                ast.parse(path.read_bytes(), filename=rel)
+                parse(path.read_bytes(), filename=rel)
             except (SyntaxError, ValueError) as e:
                 bad.append(f"{rel}: {e}")
     return bad
@@ -113,16 +117,20 @@ def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> P
     try:
         root = checkout(instance, tmp / "repo")
         originals = {rel: (root / rel).read_bytes() for rel in list_files(root) if is_test_path(rel)}
-        before = _snapshot(root)
+        before, links = _snapshot(root), _symlinks(root)
         if diff_text.strip():
             applied, error = apply_diff(root, diff_text)
             if not applied:
                 verdict.diff_applies = False
                 verdict.detail = f"the diff does not apply: {error}"
                 return verdict
+        for rel in sorted(_symlinks(root) - links):
+            # A new symlink could point at host files the evaluator would then read; it never fixes a bug.
+            (root / rel).unlink()
+            verdict.changed_files.append(rel)
         after = _snapshot(root)
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-        verdict.changed_files = changed
+        verdict.changed_files = sorted({*verdict.changed_files, *changed})
         verdict.tests_touched = any(is_test_path(rel) for rel in changed)
         _restore_tests(root, originals, changed)
         bad = _syntax_errors(root, changed)

@@ -1,0 +1,53 @@
+"""Problem statements hide the fix; splits never share a (project, file) group."""
+
+from __future__ import annotations
+
+from meta_agent.swe.instance import MutationInfo, SweInstance
+from meta_agent.swe.splits import assign_splits, group_key
+from meta_agent.swe.statement import quotes_patch, write_problem_statement
+
+PATCH = """diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -5,1 +5,1 @@
+-    if x <= low:
++    if x < low:
+"""
+
+
+def test_message_lines_quoting_the_changed_code_are_dropped() -> None:
+    messages = {
+        "tests/test_calc.py::test_clamp": "TypeError: bad\n    if x <= low:\nE   assert 1 == 0",
+        "tests/test_calc.py::test_other": "AssertionError: assert [1, 2] == [1, 2, 3]",
+    }
+    text = write_problem_statement("calc", list(messages), messages,
+                                   forbidden=["if x <= low:", "if x < low:"])
+    assert "if x <= low:" not in text and "if x < low:" not in text
+    assert not quotes_patch(text, PATCH)
+    assert "tests/test_calc.py::test_clamp" in text and "assert [1, 2] == [1, 2, 3]" in text
+
+
+def test_statements_are_stable_across_runs() -> None:
+    messages = {"t.py::test_a": "AssertionError: assert <function f at 0x7f00deadbeef> == 3\n  file /tmp/pytest-1/x"}
+    a = write_problem_statement("p", ["t.py::test_a"], messages)
+    assert "0x7f00" not in a and "/tmp/pytest-1" not in a
+    assert a == write_problem_statement("p", ["t.py::test_a"], messages)
+
+
+def _inst(project: str, file: str, n: int) -> SweInstance:
+    return SweInstance(instance_id=f"{project}-{file}-{n}", repo=f"pypi/{project}", base_commit="0" * 40,
+                       patch="", problem_statement="", FAIL_TO_PASS=["t::a"],
+                       mutation=MutationInfo(operator="compare_op", file=file, line=n))
+
+
+def test_splits_group_by_project_and_file_and_follow_the_shares() -> None:
+    instances = [_inst(p, f"m{f}.py", n) for p in ("a", "b", "c") for f in range(6) for n in range(10)]
+    assigned = assign_splits(instances, seed=3)
+    groups: dict[str, set[str]] = {}
+    for inst in instances:
+        groups.setdefault(group_key(inst), set()).add(assigned[inst.instance_id])
+    assert all(len(s) == 1 for s in groups.values()), "a (project, file) group never spans two splits"
+    counts = {s: list(assigned.values()).count(s) for s in ("train", "selection", "test")}
+    assert counts["train"] > counts["selection"] > 0 and counts["test"] > 0
+    assert abs(counts["train"] / len(instances) - 0.7) < 0.1
+    assert assigned == assign_splits(list(reversed(instances)), seed=3), "deterministic"
