@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from meta_agent.commands import sandbox, tasks
+from meta_agent.commands import llm, sandbox, tasks
 
 app = typer.Typer(
     help=(
@@ -26,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tasks.app, name="tasks")
+app.add_typer(llm.app, name="llm")
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -147,6 +148,11 @@ def evolve(
     train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation and backtest (default 4)")] = None,
     proposer: Annotated[str | None, typer.Option(help="skills (offline, default) | llm")] = None,
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
+    diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
+    coder_model: Annotated[str | None, typer.Option(help="model for the coder agents (default: --model)")] = None,
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")] = None,
+    llm_tokens: Annotated[int | None, typer.Option(help="hard LLM token budget for the run")] = None,
+    llm_dollars: Annotated[float | None, typer.Option(help="hard LLM dollar budget for the run")] = None,
     skills: Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")] = None,
     sandbox_name: Annotated[str | None, typer.Option("--sandbox", help="auto | docker | bwrap | process")] = None,
     control: Annotated[str | None, typer.Option(help="static (default): compare with the unchanged harness")] = None,
@@ -168,10 +174,13 @@ def evolve(
     values = load_config_file(config)
     if sandbox_name:
         values.setdefault("sandbox", {})["backend"] = sandbox_name
-    if model:
-        values.setdefault("llm", {})["model"] = model
-    if budget_minutes:
-        values.setdefault("budget", {})["wall_minutes"] = budget_minutes
+    for key, value in (("model", model), ("diagnostician_model", diagnostician_model),
+                       ("coder_model", coder_model), ("api_base", api_base)):
+        if value:
+            values.setdefault("llm", {})[key] = value
+    for key, value in (("wall_minutes", budget_minutes), ("llm_tokens", llm_tokens), ("llm_dollars", llm_dollars)):
+        if value:
+            values.setdefault("budget", {})[key] = value
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "proposer": proposer, "skills": skills or None,
@@ -184,12 +193,19 @@ def evolve(
 def resume(
     run_dir: Annotated[Path, typer.Argument(help="the run directory of an interrupted `evolve`")],
     budget_minutes: Annotated[float | None, typer.Option(help="a new wall-clock budget")] = None,
+    llm_tokens: Annotated[int | None, typer.Option(help="a new total LLM token budget (usage so far counts)")] = None,
+    llm_dollars: Annotated[float | None, typer.Option(help="a new total LLM dollar budget")] = None,
 ) -> None:
-    """Continue an interrupted evolve run (killed, crashed or out of budget) where it stopped."""
+    """Continue an interrupted evolve run (killed, crashed or out of budget) where it stopped.
+
+    The budgets of the original command do not carry over (they may be what stopped it); give new ones here.
+    """
     from meta_agent.commands.evolve import run_evolve
     from meta_agent.evolve import load_for_resume
 
-    overrides = {"budget": {"wall_minutes": budget_minutes}} if budget_minutes else {"budget": {}}
+    budget = {k: v for k, v in (("wall_minutes", budget_minutes), ("llm_tokens", llm_tokens),
+                                ("llm_dollars", llm_dollars)) if v}
+    overrides = {"budget": budget}
     run_evolve(load_for_resume(run_dir.resolve(), overrides), console, resume=True)
 
 

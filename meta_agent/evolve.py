@@ -113,6 +113,8 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
         budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),
         kit_dir=prepare_kit(run_dir / ".skillkit"), epoch=0,
     )
+    if hasattr(ctx.proposer, "budget_reason"):
+        ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
     data = ctx.step("run/start", lambda: {
         "run_id": ctx.run_id, "domain": cfg.domain, "harness": str(repo.working_dir),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "root_policy": str(root_policy),

@@ -52,6 +52,20 @@ def _archive_name(instance_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", instance_id) + ".tar"
 
 
+def _round_robin(instances: list[SweInstance]) -> list[SweInstance]:
+    """Deterministic order that takes one instance per project in turn, so a prefix spans projects."""
+    by_project: dict[str, list[SweInstance]] = {}
+    for inst in sorted(instances, key=lambda i: i.instance_id):
+        by_project.setdefault(inst.project, []).append(inst)
+    queues = [by_project[p] for p in sorted(by_project)]
+    out: list[SweInstance] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
 class SweDomain:
     name = "swe"
     invalid_labels: tuple[str, ...] = ("reward_verifier_disagreement", "tests_edited")
@@ -76,7 +90,7 @@ class SweDomain:
                 build_default(sandbox=self.settings.sandbox)
             size = {"train": self.settings.train_size, "selection": self.settings.selection_size,
                     "test": self.settings.test_size}[split]
-            self._instances[split] = sorted(load_tasks(split, name), key=lambda i: i.instance_id)[:size]
+            self._instances[split] = _round_robin(load_tasks(split, name))[:size]
         return self._instances[split]
 
     def _by_id(self) -> dict[str, SweInstance]:

@@ -1,0 +1,46 @@
+"""A small SWE task set built from a tiny git project, shared by the SWE domain tests.
+
+Built once per cache (the tests' cache persists between sessions on one machine) with the
+real builder: AST mutants of the project, kept only if they fail tests and the gold patch fixes them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+import pytest
+
+from meta_agent.swe.build import Source, build_tasks
+from meta_agent.swe.taskset import list_tasksets, save_taskset
+from tests.swe_tasks.swe_test_projects import CALC, TEST_CALC
+
+TASKSET = "calc-e2e"
+SPLIT_SIZES = {"train": 6, "selection": 2, "test": 2}
+TEST_SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
+
+
+def _calc_repo(path: Path) -> Path:
+    (path / "tests").mkdir(parents=True)
+    (path / "calc.py").write_text(CALC)
+    (path / "tests" / "test_calc.py").write_text(TEST_CALC)
+    repo = git.Repo.init(path, initial_branch="main")
+    repo.git.add(A=True)
+    repo.index.commit("calc", author=git.Actor("t", "t@t"), committer=git.Actor("t", "t@t"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def calc_taskset(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Task set `calc-e2e`: 6 train, 2 selection, 2 test instances (one source file, so splits are set here)."""
+    if TASKSET in {m.name for m in list_tasksets()}:
+        return TASKSET
+    source = _calc_repo(tmp_path_factory.mktemp("calc") / "calc")
+    instances = build_tasks([Source("git", str(source))], sandbox=TEST_SANDBOX, max_per_project=10, progress=False)
+    instances.sort(key=lambda i: i.instance_id)
+    assert len(instances) >= sum(SPLIT_SIZES.values()), f"only {len(instances)} instances built"
+    splits = [s for s, n in SPLIT_SIZES.items() for _ in range(n)]
+    kept = [i.model_copy(update={"split": s}) for i, s in zip(instances, splits, strict=False)]
+    save_taskset(TASKSET, kept, origin="tests: calc project")
+    return TASKSET
