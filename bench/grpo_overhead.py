@@ -102,7 +102,6 @@ def main() -> None:
     tasks = domain.tasks("train")[: args.steps]
     sys.path.insert(0, str(ROOT / "harness_repo"))
     from harness.math.prompts import build_messages
-
     from harness.policy import training_dtype
 
     convs = [build_messages(t.model_dump()) for t in tasks]

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+
 from harness.config import ConfigError, load_config
 
 

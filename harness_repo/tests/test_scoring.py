@@ -2,7 +2,6 @@ from types import SimpleNamespace
 
 from harness.config import HarnessConfig
 from harness.scoring import group_advantages, score_batch
-
 from tests.conftest import make_rollout
 
 

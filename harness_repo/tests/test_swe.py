@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from harness.swe import agent, repo
 from harness.swe.diagnostics import DIAGNOSTICS
 from harness.swe.rewards import resolved
-
 from tests.conftest import make_rollout
 
 CODE = "def add(a, b):\n    return a - b\n"
