@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from harness.code import execution
 from harness.code.diagnostics import DIAGNOSTICS
 from harness.code.rewards import visible_tests

@@ -7,6 +7,7 @@ memoised per (program, tests), so the reward and every diagnostic of a rollout c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -54,10 +55,8 @@ class Execution:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_tests(program: str, spec: TaskSpec, timeout_s: float | None = None) -> tuple[TestResult, ...]:

@@ -22,7 +22,7 @@ _READS_STDIN = ("input", "stdin", "open", "readline", "readlines", "read")
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
     try:
-        return True, ast.literal_eval(node)  # type: ignore[arg-type]
+        return True, ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
 

@@ -11,6 +11,7 @@ so if a program takes the whole runner down, the caller still knows which test d
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import io
 import json
@@ -48,10 +49,8 @@ def _limits(job: dict[str, Any]) -> None:
     wanted = [(resource.RLIMIT_AS, job["memory_mb"] * 2**20), (resource.RLIMIT_FSIZE, job["output_bytes"]),
               (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, _user_processes() + 16)]
     for which, value in wanted:
-        try:
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):
-            pass
 
 
 def _block_processes() -> None:
@@ -60,7 +59,7 @@ def _block_processes() -> None:
 
     import _posixsubprocess
 
-    _posixsubprocess.fork_exec = blocked  # type: ignore[attr-defined]
+    _posixsubprocess.fork_exec = blocked
     for name in dir(os):
         if name in ("fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp") or \
                 name.startswith(("exec", "spawn")):
@@ -86,8 +85,10 @@ def same_stdout(got: str, want: str) -> bool:
     if [ln.rstrip() for ln in got.rstrip().splitlines()] == [ln.rstrip() for ln in want.rstrip().splitlines()]:
         return True
     a, b = got.split(), want.split()
+    if len(a) != len(b):
+        return False
     try:
-        return len(a) == len(b) and all(x == y or math.isclose(float(x), float(y), rel_tol=1e-6) for x, y in zip(a, b))
+        return all(x == y or math.isclose(float(x), float(y), rel_tol=1e-6) for x, y in zip(a, b, strict=True))
     except ValueError:
         return False
 
@@ -146,10 +147,8 @@ def run_test(code: Any, test: dict[str, Any], timeout: float) -> tuple[str, str]
             return "runtime_error", f"{type(e).__name__}: {e}"[:500]
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            try:
+            with contextlib.suppress(OSError):
                 sys.stdout.flush()
-            except OSError:
-                pass
         if kind == "call":
             want = ast.literal_eval(test["expected"])
             if test.get("json_compare"):
