@@ -75,7 +75,7 @@ class CandidateRun:
                 stages.append(self._stage("replay", lambda: self._replay(commit)))
             if stages[-1].passed and h.kind == "performance":
                 ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: training backtest "
-                                   f"({ctx.cfg.train_steps} steps) + selection eval")
+                                   f"({ctx.cfg.steps} steps) + selection eval")
                 stages.append(self._stage("train", lambda: self._train(commit)))
         verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
         ctx.log.append("verdict", {**verdict.model_dump(mode="json"), "title": h.title, "skills": h.skills_used},

@@ -145,7 +145,7 @@ def evolve(
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
     generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
-    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation and backtest (default 4)")] = None,
+    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation and backtest (default: math/code 4, swe 2)")] = None,
     proposer: Annotated[str | None, typer.Option(help="skills (offline, default) | llm")] = None,
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
@@ -178,9 +178,9 @@ def evolve(
                        ("coder_model", coder_model), ("api_base", api_base)):
         if value:
             values.setdefault("llm", {})[key] = value
-    for key, value in (("wall_minutes", budget_minutes), ("llm_tokens", llm_tokens), ("llm_dollars", llm_dollars)):
-        if value:
-            values.setdefault("budget", {})[key] = value
+    budget: dict[str, float | int | None] = {"wall_minutes": budget_minutes, "llm_tokens": llm_tokens,
+                                             "llm_dollars": llm_dollars}
+    values.setdefault("budget", {}).update({k: v for k, v in budget.items() if v})
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "proposer": proposer, "skills": skills or None,

@@ -75,6 +75,10 @@ class LLMSettings(BaseModel):
     timeout_s: float = Field(120, gt=0, description="per-call timeout")
 
 
+DEFAULT_TRAIN_STEPS = {"math": 4, "code": 4, "swe": 2}
+"""Multi-turn SWE steps cost ~10x a math step on a 2-core CPU; these keep a default run within minutes."""
+
+
 class EvolveConfig(BaseModel):
     """`meta-agent evolve`: evolve a harness while the policy trains (see docs/evolve.md)."""
 
@@ -84,7 +88,8 @@ class EvolveConfig(BaseModel):
     policy: str | None = Field(None, description="smollm2 (default), tiny, or a local model/checkpoint dir")
     generations: int = Field(2, ge=1, description="train -> diagnose -> backtest -> merge cycles")
     candidates: int = Field(2, ge=1, description="hypotheses implemented and backtested per generation")
-    train_steps: int = Field(4, ge=1, description="GRPO steps per generation (main) and per candidate backtest")
+    train_steps: int | None = Field(
+        None, ge=1, description="GRPO steps per generation and per candidate backtest (default: math/code 4, swe 2)")
     seed: int = 0
     proposer: Literal["skills", "llm"] = "skills"
     llm: LLMSettings = LLMSettings()
@@ -98,6 +103,11 @@ class EvolveConfig(BaseModel):
     noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
     gate: GateSettings = GateSettings()
+
+    @property
+    def steps(self) -> int:
+        """GRPO steps per training run: `train_steps`, else the domain's default."""
+        return self.train_steps or DEFAULT_TRAIN_STEPS[self.domain]
     budget: BudgetSettings = BudgetSettings()
     math: MathSettings = MathSettings()
     code: CodeSettings = CodeSettings()

@@ -97,7 +97,7 @@ class RunContext:
     def train_kwargs(self, policy: Path, seed: int, history: Path | None) -> dict[str, Any]:
         sb = self.cfg.sandbox
         return dict(domain=self.domain, sandbox=self.sandbox, limits=sb.limits(), policy=policy,
-                    root_policy=self.root_policy, steps=self.cfg.train_steps, seed=seed, tasks_file=self.tasks_file,
+                    root_policy=self.root_policy, steps=self.cfg.steps, seed=seed, tasks_file=self.tasks_file,
                     history=history, train_timeout=sb.train_timeout_s,
                     on_step=lambda _n: self.reporter.training_step())
 
@@ -149,7 +149,7 @@ class Generation:
             return done
         self.main_before = ctx.step(self.key("start"), lambda: {"main": ctx.repo.commit("main").hexsha,
                                                                 "t": time.time()})["main"]
-        ctx.reporter.phase(f"gen {g}: training the policy under main ({ctx.cfg.train_steps} steps)")
+        ctx.reporter.phase(f"gen {g}: training the policy under main ({ctx.cfg.steps} steps)")
         ctx.step(self.key("main-train"), lambda: train_and_report(
             ctx, self.main_before, self.policy, self.seed, self.history, self.dir / "main", self.dir / "work-main"))
         control_run = load_trained(self.dir / "main", ctx.domain, str(ctx.root_policy), ctx.tasks_file)

@@ -18,7 +18,7 @@ class RichReporter:
     """Progress in training steps (the dominant cost) with the current phase as the description."""
 
     def __init__(self, console: Console, cfg: EvolveConfig) -> None:
-        steps = cfg.train_steps
+        steps = cfg.steps
         total = cfg.generations * steps * (1 + cfg.candidates) + cfg.noise_reruns * steps
         if cfg.control == "static":
             total += max(0, cfg.generations - 1) * steps

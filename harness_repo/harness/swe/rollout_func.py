@@ -82,14 +82,16 @@ class ObservationWrapper:
 
 
 def _generate(model: Any, tok: Any, batch: list[Episode], cfg: HarnessConfig, s: AgentSettings,
-              eos_ids: set[int]) -> list[list[int]]:
+              eos_ids: set[int], bf16: bool) -> list[list[int]]:
     """One sampled turn for every active episode (left-padded batch); each reply cut after its end token."""
     seqs = [e.prompt_ids + e.completion_ids for e in batch]
     width = max(len(x) for x in seqs)
     pad = tok.pad_token_id
     ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs])
     mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs])
-    with torch.no_grad():
+    # Sample in the precision training runs in (TRL's own generation does too): on CPUs with fast bf16
+    # matmuls this is where a multi-turn step spends half its time.
+    with torch.no_grad(), torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
         out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=s.turn_tokens, do_sample=True,
                              temperature=cfg.rl.temperature, top_p=cfg.rl.top_p, pad_token_id=pad)
     trimmed = []
@@ -105,6 +107,7 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
     def rollout_func(prompts: list[list[dict[str, str]]], trainer: Any) -> dict[str, Any]:
         tok = trainer.processing_class
         model = trainer.accelerator.unwrap_model(trainer.model)
+        bf16 = bool(getattr(getattr(trainer, "args", None), "bf16", False))
         wrapper = ObservationWrapper(tok)
         eos_ids = set(trainer.eos_token_ids)
         scratch = Path(tempfile.mkdtemp(prefix="episodes-"))
@@ -123,7 +126,7 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
                     active = [e for e in episodes if not e.done]
                     if not active:
                         break
-                    for e, new in zip(active, _generate(model, tok, active, cfg, s, eos_ids), strict=True):
+                    for e, new in zip(active, _generate(model, tok, active, cfg, s, eos_ids, bf16), strict=True):
                         _step(e, new, turn, s, wrapper, eos_ids, tok)
             finally:
                 model.train(was_training)
