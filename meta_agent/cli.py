@@ -145,7 +145,7 @@ def evolve(
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
     generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
-    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation and backtest (default: math/code 4, swe 2)")] = None,
+    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation (math/code 4, swe 2)")] = None,
     proposer: Annotated[str | None, typer.Option(help="skills (offline, default) | llm")] = None,
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
