@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from meta_agent.commands import llm, sandbox, tasks
+from meta_agent.commands import llm, sandbox, skills, tasks
 
 app = typer.Typer(
     help=(
@@ -27,6 +27,7 @@ app = typer.Typer(
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(llm.app, name="llm")
+app.add_typer(skills.app, name="skills")
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 

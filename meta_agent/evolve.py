@@ -24,12 +24,11 @@ from meta_agent.domains import EvalResult, domain_for
 from meta_agent.gitops import GitOpsError, init_harness, open_harness
 from meta_agent.lineage import EventLog, rebuild_index
 from meta_agent.loop import Budget, Generation, Reporter, RunContext, evaluate, train_and_report
-from meta_agent.paths import data_dir, seed_skills
 from meta_agent.policy import resolve_policy
 from meta_agent.report.summary import write_summary
 from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
 from meta_agent.skills.runner import prepare_kit
-from meta_agent.skills.store import Library, SkillSet
+from meta_agent.skills.store import SkillSet, default_skill_set
 from meta_agent.training import write_train_tasks
 from sandboxes import get_backend
 
@@ -38,15 +37,6 @@ LOCK_FILE = "meta-agent.lock"
 
 class RunLocked(GitOpsError):
     """Another meta-agent run holds the harness repo."""
-
-
-def skill_set(cfg: EvolveConfig, run_dir: Path) -> SkillSet:
-    return SkillSet(
-        seed=Library.load(seed_skills(), writable=False),
-        user=Library.load(data_dir() / "skills"),
-        run=Library.load(run_dir / "skills"),
-        extra=[Library.load(p.resolve(), writable=False) for p in cfg.skills],
-    )
 
 
 def make_proposer(cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> Proposer:
@@ -100,7 +90,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     started = log.done("run/start")
     root_policy = Path(started["root_policy"]) if started else resolve_policy(cfg.policy)
     domain = domain_for(cfg)
-    skills = skill_set(cfg, run_dir)
+    skills = default_skill_set(cfg.skills, run_dir)
     if not started:
         write_run_info(run_dir, RunInfo(command="evolve", domain=cfg.domain, harness=str(repo.working_dir),
                                         policy=str(root_policy), created=time.strftime("%Y-%m-%dT%H:%M:%S"),

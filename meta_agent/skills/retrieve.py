@@ -92,3 +92,12 @@ def render_for_prompt(ranked: list[Ranked], budget_tokens: int) -> str:
         out.append(block)
         used += cost
     return "\n".join(out)
+
+
+def search(skills: SkillSet, query: str, domain: str | None = None) -> list[tuple[Skill, float]]:
+    """Skills by text similarity to `query` (BM25 over name, description, triggers and body)."""
+    pool = [s for s in skills.all() if domain is None or s.meta.applies_to(domain)]
+    if not pool:
+        return []
+    scores = _bm25([skill_text(s) for s in pool], _words(query))
+    return sorted(zip(pool, scores, strict=True), key=lambda p: (-p[1], p[0].name))

@@ -182,3 +182,15 @@ class SkillSet:
             shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("__pycache__"))
             self.user.skills[skill.name] = load_skill(dest)
         return skill
+
+
+def default_skill_set(extra: list[Path] | None = None, run_dir: Path | None = None) -> SkillSet:
+    """Seed library + the user library (across projects) + `--skills` libraries (+ a run's own library)."""
+    from meta_agent.paths import data_dir, seed_skills
+
+    return SkillSet(
+        seed=Library.load(seed_skills(), writable=False),
+        user=Library.load(data_dir() / "skills"),
+        run=Library.load(run_dir / "skills") if run_dir is not None else None,
+        extra=[Library.load(p.resolve(), writable=False) for p in extra or []],
+    )

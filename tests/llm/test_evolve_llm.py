@@ -114,3 +114,16 @@ def test_a_budget_that_runs_out_mid_generation_stops_cleanly_and_resumes(
     assert replay_server.errors == []
     assert [m["cand_id"] for m in _data(run, "merged")] == ["budget/0-0"]
     assert Ledger(run / "llm-usage.json").state.by_agent["diagnostician"].calls == 2, "the diagnosis was not redone"
+
+
+def test_a_second_project_retrieves_the_skill_learned_in_the_first(llm_run: Path, tmp_path: Path) -> None:
+    """Project A's skill writer put a skill into the user library; project B (its own harness repo, the
+    offline skills proposer) finds it there and proposes it when its report matches the skill's trigger."""
+    run_b = tmp_path / "project-b"
+    config = tiny_config(run_b, generations=1, candidates=2, noise_reruns=0, control="none", skills=[])
+    res = meta_agent("evolve", "--config", str(config), data_dir=llm_run.parent / "data")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert git.Repo(run_b / "harness").working_dir != git.Repo(llm_run / "harness").working_dir
+    [proposal] = [e["data"] for e in EventLog(run_b).of_type("hypotheses")]
+    used = [h["skills_used"] for h in proposal["hypotheses"]]
+    assert ["probe-regression-tests"] in used, used

@@ -1,0 +1,124 @@
+"""`meta-agent skills ...`: the skills library (seed, user-level, and any `--skills` libraries)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from meta_agent.skills.store import Skill, SkillSet, default_skill_set
+
+app = typer.Typer(help="List, search, show, export, import and retire skills.", no_args_is_help=True)
+console = Console()
+ExtraOpt = Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")]
+
+
+def _where(skills: SkillSet, skill: Skill) -> str:
+    for label, lib in (("run", skills.run), ("user", skills.user), ("seed", skills.seed)):
+        if lib is not None and lib.skills.get(skill.name) is skill:
+            return label
+    return str(skill.path.parent)
+
+
+def _record(skill: Skill) -> str:
+    ev = skill.meta.evidence
+    return f"{sum(1 for e in ev if e.won)}/{len(ev)}"
+
+
+def _load(extra: list[Path] | None) -> SkillSet:
+    skills = default_skill_set(extra or [])
+    for problem in skills.problems():
+        console.print(f"[yellow]skipped a broken skill:[/] {problem}")
+    return skills
+
+
+@app.command("list")
+def list_(
+    domain: Annotated[str | None, typer.Option(help="only skills for this domain")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="include retired skills")] = False,
+    skills: ExtraOpt = None,
+) -> None:
+    """Every skill with its kind, status, win record (promoted/applied) and library."""
+    lib = _load(skills)
+    table = Table()
+    for header in ("skill", "kind", "domains", "status", "won", "library"):
+        table.add_column(header, no_wrap=True)
+    table.add_column("when to use", ratio=1)
+    for s in lib.all():
+        if (domain and not s.meta.applies_to(domain)) or (s.meta.status == "retired" and not all_):
+            continue
+        table.add_row(s.name, s.meta.kind, ",".join(s.meta.domains), s.meta.status, _record(s), _where(lib, s),
+                      s.meta.description)
+    console.print(table)
+
+
+@app.command()
+def show(name: str, skills: ExtraOpt = None) -> None:
+    """One skill: front matter, body and its evidence."""
+    s = _load(skills).get(name)
+    m = s.meta
+    console.print(f"[bold]{m.name}[/] ({m.kind}, {m.status}) — {m.description}")
+    console.print("triggers: " + "; ".join(t.describe() for t in m.triggers))
+    console.print(Markdown(s.body))
+    table = Table("date", "run", "commit", "domain", "metric", "delta", "CI", "verdict", title="evidence")
+    for e in m.evidence:
+        ci = f"[{e.ci[0]:+.3f}, {e.ci[1]:+.3f}]" if e.ci else ""
+        delta = f"{e.delta:+.3f}" if e.delta is not None else ""
+        table.add_row(e.date, e.run, e.commit[:10], e.domain, e.metric, delta, ci, f"{e.verdict} {e.stage}")
+    console.print(table)
+
+
+@app.command()
+def search(query: str, domain: Annotated[str | None, typer.Option()] = None, skills: ExtraOpt = None) -> None:
+    """Skills ranked by text similarity to QUERY (e.g. a failure mode: 'truncated answers')."""
+    from meta_agent.skills.retrieve import search as rank_text
+
+    table = Table("score", "skill", "kind", "when to use")
+    for s, score in rank_text(_load(skills), query, domain)[:10]:
+        table.add_row(f"{score:.2f}", s.name, s.meta.kind, s.meta.description)
+    console.print(table)
+
+
+@app.command("export")
+def export_(
+    dest: Annotated[Path, typer.Argument(help="a .tar.gz file, or a directory to make (or update) a git repo in")],
+    names: Annotated[list[str] | None, typer.Option("--name", help="only these skills (repeatable)")] = None,
+    skills: ExtraOpt = None,
+) -> None:
+    """Export skills with their evidence, to share them or carry them to another machine."""
+    from meta_agent.skills.transfer import export_library
+
+    lib = _load(skills)
+    chosen = [lib.get(n) for n in names] if names else lib.all()
+    out = export_library(chosen, dest.resolve())
+    console.print(f"exported {len(chosen)} skills to {out}")
+
+
+@app.command("import")
+def import_(source: Annotated[Path, typer.Argument(help="a tarball, a folder of skills, or a git repo")]) -> None:
+    """Import skills into your user library; skills you already have gain the other side's evidence."""
+    from meta_agent.skills.transfer import import_library
+
+    report = import_library(source, _load(None))
+    console.print(f"added {len(report.added)}: {', '.join(report.added) or '-'}")
+    merged = {k: v for k, v in report.merged.items() if v}
+    console.print(f"merged evidence into {len(merged)}: " + ", ".join(f"{k} (+{v})" for k, v in merged.items()))
+    for problem in report.skipped:
+        console.print(f"[yellow]skipped:[/] {problem}")
+
+
+@app.command()
+def retire(
+    name: str,
+    undo: Annotated[bool, typer.Option("--undo", help="re-activate a retired skill")] = False,
+    skills: ExtraOpt = None,
+) -> None:
+    """Retire a skill (the skills proposer stops applying it), or bring it back with --undo."""
+    from meta_agent.skills.evidence import set_status
+
+    set_status(_load(skills), name, "active" if undo else "retired")
+    console.print(f"{name}: {'active' if undo else 'retired'}")
