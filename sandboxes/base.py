@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,3 +179,13 @@ class OutputBuffer:
         if self.dropped:
             return body + OUTPUT_CUT_MARKER.format(dropped=self.dropped), True
         return body, False
+
+
+def captured_result(
+    out: OutputBuffer, err: OutputBuffer, *, exit_code: int, started: float, timed_out: bool, oom_killed: bool
+) -> RunResult:
+    """A RunResult from the two capped streams of a finished command (`started`: time.monotonic())."""
+    stdout, cut_out = out.text()
+    stderr, cut_err = err.text()
+    return RunResult(exit_code=exit_code, stdout=stdout, stderr=stderr, wall_time=time.monotonic() - started,
+                     timed_out=timed_out, oom_killed=oom_killed, output_truncated=cut_out or cut_err)

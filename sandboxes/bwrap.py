@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
+from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, captured_result, clean_env
 from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
@@ -324,17 +324,9 @@ class _Run:
             sandbox.sock.setblocking(True)
 
     def to_result(self, oom_killed: bool) -> RunResult:
-        stdout, cut_out = self.out.text()
-        stderr, cut_err = self.err.text()
-        return RunResult(
-            exit_code=self.exit_code if self.exit_code is not None else -9,
-            stdout=stdout,
-            stderr=stderr,
-            wall_time=time.monotonic() - self.start,
-            timed_out=self.timed_out,
-            oom_killed=oom_killed,
-            output_truncated=cut_out or cut_err,
-        )
+        code = self.exit_code if self.exit_code is not None else -9
+        return captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
+                               oom_killed=oom_killed)
 
 
 class BwrapSandbox:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from sandboxes.base import OutputBuffer, RunResult
+from sandboxes.base import OutputBuffer, RunResult, captured_result
 
 DRAIN_GRACE_S = 5.0
 """After the process is gone, how long to wait for pipes held open by escaped descendants."""
@@ -108,14 +108,4 @@ def run_capped(
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-    stdout, cut_out = out.text()
-    stderr, cut_err = err.text()
-    return RunResult(
-        exit_code=proc.returncode,
-        stdout=stdout,
-        stderr=stderr,
-        wall_time=time.monotonic() - start,
-        timed_out=timed_out,
-        oom_killed=False,
-        output_truncated=cut_out or cut_err,
-    )
+    return captured_result(out, err, exit_code=proc.returncode, started=start, timed_out=timed_out, oom_killed=False)

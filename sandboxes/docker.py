@@ -28,7 +28,7 @@ from typing import Any
 import docker
 from docker.errors import DockerException
 
-from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, clean_env
+from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, captured_result, clean_env
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
 from sandboxes.engine import docker_client
 from sandboxes.image import image_exists, image_tag
@@ -341,17 +341,9 @@ class _ExecRun:
             time.sleep(0.002)
 
     def to_result(self, oom_killed: bool) -> RunResult:
-        stdout, cut_out = self.out.text()
-        stderr, cut_err = self.err.text()
-        return RunResult(
-            exit_code=self.exit_code if self.exit_code is not None else -9,
-            stdout=stdout,
-            stderr=stderr,
-            wall_time=time.monotonic() - self.start,
-            timed_out=self.timed_out,
-            oom_killed=oom_killed,
-            output_truncated=cut_out or cut_err,
-        )
+        code = self.exit_code if self.exit_code is not None else -9
+        return captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
+                               oom_killed=oom_killed)
 
 
 class DockerSandbox:
