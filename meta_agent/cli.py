@@ -116,17 +116,24 @@ def eval_(
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N tasks")] = None,
     out: Annotated[Path | None, typer.Option(help="write the full result (per task) as JSON")] = None,
     show: Annotated[int, typer.Option(help="per-task rows to print")] = 10,
+    config: ConfigOpt = None,
 ) -> None:
-    """Score a policy with the sealed evaluator: accuracy with a 95% bootstrap CI, per-task results."""
-    from meta_agent.domains import get_domain
+    """Score a policy with the sealed evaluator: accuracy with a 95% bootstrap CI, per-task results.
+
+    The domain's settings (split sizes, task set, scaffold) come from the `math:`/`code:`/`swe:` section
+    of --config, as for `rollout` and `evolve`.
+    """
+    from meta_agent.config import RolloutConfig, build, load_config_file
+    from meta_agent.domains import domain_for
     from meta_agent.fsutil import atomic_write_text
     from meta_agent.policy import resolve_policy
 
     if split not in ("selection", "test"):
         raise typer.BadParameter("--split must be selection or test")
+    cfg = build(RolloutConfig, load_config_file(config), {"domain": domain})
     path = resolve_policy(policy)
     with console.status(f"evaluating {path.name} on {domain}/{split}"):
-        result = get_domain(domain).evaluate(path, split, limit=limit)  # type: ignore[arg-type]
+        result = domain_for(cfg).evaluate(path, split, limit=limit)  # type: ignore[arg-type]
     table = Table("task", "correct", "detail")
     for r in result.results[:show]:
         table.add_row(r.task_id, "yes" if r.correct else "no", r.detail)
