@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_test_helpers import LoopbackServer
 
 from sandboxes.base import Limits, Sandbox, Session
+from tests.sandboxes.sandbox_test_helpers import LoopbackServer
 
 # Small limits so the attacks in the tests hit them quickly; generous timeout for slow CI.
 TEST_LIMITS = Limits(memory_mb=256, cpus=1.0, pids=64, timeout_s=60.0, output_bytes=64_000)

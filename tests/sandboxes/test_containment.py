@@ -12,9 +12,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from sandbox_test_helpers import LoopbackServer, assert_still_works, host_processes_with
-
 from sandboxes.base import Session
+from tests.sandboxes.sandbox_test_helpers import LoopbackServer, assert_still_works, host_processes_with
 
 PY = sys.executable
 

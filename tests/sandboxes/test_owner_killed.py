@@ -12,9 +12,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sandbox_test_helpers import host_processes_with, wait_until
 
 from sandboxes.base import Sandbox
+from tests.sandboxes.sandbox_test_helpers import host_processes_with, wait_until
 
 OWNER = textwrap.dedent(
     """

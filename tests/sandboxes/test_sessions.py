@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from sandbox_test_helpers import LoopbackServer
 
 from sandboxes.base import Mount, Sandbox, Session
+from tests.sandboxes.sandbox_test_helpers import LoopbackServer
 
 PY = sys.executable
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import git
 import pytest
-from swe_test_projects import CALC, INFLECTION, TEST_CALC
 
 from meta_agent.swe.build import Source, build_tasks
 from meta_agent.swe.instance import SweInstance
 from sandboxes import Sandbox, get_backend
+from tests.swe_tasks.swe_test_projects import CALC, INFLECTION, TEST_CALC
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def swe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh META_AGENT_CACHE for this session whose sdist folder is shared with later sessions."""
     shared = Path(os.environ["META_AGENT_CACHE"])
@@ -36,7 +36,7 @@ def swe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["META_AGENT_CACHE"] = str(shared)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def swe_sandbox() -> Sandbox:
     return get_backend(os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap"))
 
@@ -53,17 +53,17 @@ def make_calc_repo(path: Path) -> git.Repo:
     return repo
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def calc_repo(tmp_path_factory: pytest.TempPathFactory) -> git.Repo:
     return make_calc_repo(tmp_path_factory.mktemp("calc") / "calc")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def calc_instances(swe_cache: Path, calc_repo: git.Repo, swe_sandbox: Sandbox) -> list[SweInstance]:
     return build_tasks([Source("git", str(calc_repo.working_dir))], sandbox=swe_sandbox, max_per_project=8,
                        seed=0, progress=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def inflection_instances(swe_cache: Path, swe_sandbox: Sandbox) -> list[SweInstance]:
     return build_tasks([INFLECTION.source()], sandbox=swe_sandbox, max_per_project=4, seed=0, progress=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from swe_test_projects import INFLECTION
 
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
@@ -13,6 +12,7 @@ from meta_agent.swe.sdist import fetch_sdist, sha256_file
 from meta_agent.swe.statement import changed_lines
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
+from tests.swe_tasks.swe_test_projects import INFLECTION
 
 
 def test_pypi_build_yields_validated_instances(inflection_instances: list[SweInstance], swe_sandbox: Sandbox) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import ast
 import difflib
 
-from swe_test_projects import CALC
-
 from meta_agent.swe.mutate import OPERATORS, find_mutations, is_effective, order_mutations
+from tests.swe_tasks.swe_test_projects import CALC
 
 UNICODE = '''\
 def greet(name):
