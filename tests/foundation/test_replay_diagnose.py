@@ -15,9 +15,9 @@ from sandboxes import Sandbox
 from tests.conftest import commit_all
 
 
-def _runner(sandbox: Sandbox, repo: git.Repo, commit: str, tmp: Path, data: Path) -> HarnessRunner:
+def _runner(sandbox: Sandbox, repo: git.Repo, commit: str, tmp: Path, *readable: Path) -> HarnessRunner:
     work = export_tree(repo, commit, tmp / f"work-{commit[:8]}")
-    return HarnessRunner(sandbox, work, commit=commit, readable=[data], writable=[tmp / "out"])
+    return HarnessRunner(sandbox, work, commit=commit, readable=list(readable), writable=[tmp / "out"])
 
 
 def test_replay_of_an_unchanged_harness_reproduces_the_stored_rewards(
@@ -25,7 +25,7 @@ def test_replay_of_an_unchanged_harness_reproduces_the_stored_rewards(
 ) -> None:
     repo, run, tasks = trained
     source = run.output.out_dir / VERIFIED
-    with _runner(sandbox, repo, repo.head.commit.hexsha, tmp_path, tasks.parent) as h:
+    with _runner(sandbox, repo, repo.head.commit.hexsha, tmp_path, tasks.parent, source.parent) as h:
         replayed = h.replay(rollouts=source, tasks=tasks, out=tmp_path / "out" / "replay.jsonl")
     stored = {r.rollout_id: r for r in run.output.rollouts}
     for r in replayed:
@@ -44,7 +44,7 @@ def test_replay_with_a_changed_reward_flips_the_rewards(
     rewards = Path(clone.working_dir) / "harness" / "math" / "rewards.py"
     rewards.write_text(rewards.read_text().replace("return 1.0 if same_number", "return 0.5 if not same_number"))
     commit = commit_all(clone, "invert correctness")
-    with _runner(sandbox, clone, commit, tmp_path, tasks.parent) as h:
+    with _runner(sandbox, clone, commit, tmp_path, tasks.parent, run.output.out_dir) as h:
         replayed = h.replay(rollouts=run.output.out_dir / VERIFIED, tasks=tasks,
                             out=tmp_path / "out" / "replay.jsonl")
     # Every (wrong) rollout the tiny model wrote now scores -0.5 instead of 0.
