@@ -40,20 +40,25 @@ class SandboxSettings(BaseModel):
         return Limits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, timeout_s=self.step_timeout_s)
 
 
-class RolloutConfig(BaseModel):
-    """`meta-agent rollout`: train the policy N steps under a harness and report on the rollouts."""
+class RunConfig(BaseModel):
+    """Settings every command that trains under a harness shares."""
 
     model_config = ConfigDict(extra="forbid")
     domain: DomainName = "math"
     harness: Path | None = Field(None, description="harness git repo; default: a fresh one inside the run dir")
     policy: str | None = Field(None, description="smollm2 (default), tiny, or a local model/checkpoint dir")
-    steps: int = Field(4, ge=1, description="GRPO optimizer steps")
     seed: int = 0
-    run_dir: Path | None = Field(None, description="default: runs/<timestamp>-rollout-<domain>")
+    run_dir: Path | None = Field(None, description="default: runs/<timestamp>-<command>-<domain>")
     sandbox: SandboxSettings = SandboxSettings()
     math: MathSettings = MathSettings()
     code: CodeSettings = CodeSettings()
     swe: SweSettings = SweSettings()
+
+
+class RolloutConfig(RunConfig):
+    """`meta-agent rollout`: train the policy N steps under a harness and report on the rollouts."""
+
+    steps: int = Field(4, ge=1, description="GRPO optimizer steps")
 
 
 class BudgetSettings(BaseModel):
@@ -79,23 +84,16 @@ DEFAULT_TRAIN_STEPS = {"math": 4, "code": 4, "swe": 2}
 """Multi-turn SWE steps cost ~10x a math step on a 2-core CPU; these keep a default run within minutes."""
 
 
-class EvolveConfig(BaseModel):
+class EvolveConfig(RunConfig):
     """`meta-agent evolve`: evolve a harness while the policy trains (see docs/evolve.md)."""
 
-    model_config = ConfigDict(extra="forbid")
-    domain: DomainName = "math"
-    harness: Path | None = Field(None, description="harness git repo; default: a fresh one inside the run dir")
-    policy: str | None = Field(None, description="smollm2 (default), tiny, or a local model/checkpoint dir")
     generations: int = Field(2, ge=1, description="train -> diagnose -> backtest -> merge cycles")
     candidates: int = Field(2, ge=1, description="hypotheses implemented and backtested per generation")
     train_steps: int | None = Field(
         None, ge=1, description="GRPO steps per generation and per candidate backtest (default: math/code 4, swe 2)")
-    seed: int = 0
     proposer: Literal["skills", "llm"] = "skills"
     llm: LLMSettings = LLMSettings()
     skills: list[Path] = Field(default_factory=list, description="extra skills libraries, searched after the user's")
-    run_dir: Path | None = Field(None, description="default: runs/<timestamp>-evolve-<domain>")
-    sandbox: SandboxSettings = SandboxSettings()
     control: Literal["static", "none"] = Field(
         "static", description="static: also train the unchanged harness with the same compute, compare at the end")
     selection_limit: int | None = Field(30, ge=1, description="selection-split tasks per evaluation (None = all)")
@@ -103,15 +101,12 @@ class EvolveConfig(BaseModel):
     noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
     gate: GateSettings = GateSettings()
+    budget: BudgetSettings = BudgetSettings()
 
     @property
     def steps(self) -> int:
         """GRPO steps per training run: `train_steps`, else the domain's default."""
         return self.train_steps or DEFAULT_TRAIN_STEPS[self.domain]
-    budget: BudgetSettings = BudgetSettings()
-    math: MathSettings = MathSettings()
-    code: CodeSettings = CodeSettings()
-    swe: SweSettings = SweSettings()
 
 
 def load_config_file(path: Path | None) -> dict[str, Any]:
