@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 OUTPUT_CUT_MARKER = "\n[... output cut by sandbox: {dropped} bytes dropped ...]\n"
 
@@ -108,6 +108,19 @@ class Session(Protocol):
     def __enter__(self) -> Session: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+class ClosingSession:
+    """Context-manager plumbing the backends' sessions share: leaving the `with` block closes the session."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @runtime_checkable

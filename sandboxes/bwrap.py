@@ -27,7 +27,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, captured_result, clean_env
+from sandboxes.base import (
+    ClosingSession,
+    Limits,
+    Mount,
+    OutputBuffer,
+    RunResult,
+    SandboxError,
+    captured_result,
+    clean_env,
+)
 from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
@@ -89,7 +98,7 @@ class _Sandbox:
             self.proc.wait()
 
 
-class BwrapSession:
+class BwrapSession(ClosingSession):
     """One workdir under bubblewrap; runs are serialised so per-run accounting stays exact."""
 
     def __init__(
@@ -235,12 +244,6 @@ class BwrapSession:
             if self.cgroup is not None:
                 self.cgroup.remove()
             shutil.rmtree(self._dir, ignore_errors=True)
-
-    def __enter__(self) -> BwrapSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class _Run:

@@ -28,7 +28,16 @@ from typing import Any
 import docker
 from docker.errors import DockerException
 
-from sandboxes.base import Limits, Mount, OutputBuffer, RunResult, SandboxError, captured_result, clean_env
+from sandboxes.base import (
+    ClosingSession,
+    Limits,
+    Mount,
+    OutputBuffer,
+    RunResult,
+    SandboxError,
+    captured_result,
+    clean_env,
+)
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
 from sandboxes.engine import docker_client
 from sandboxes.image import image_exists, image_tag
@@ -143,7 +152,7 @@ class _Container:
             self.client.api.remove_container(self.id, force=True)
 
 
-class DockerSession:
+class DockerSession(ClosingSession):
     """One workdir in one container; runs are serialised (they share the container's limits)."""
 
     def __init__(
@@ -258,12 +267,6 @@ class DockerSession:
                 self._container.remove()
                 self._container = None
             self.client.close()
-
-    def __enter__(self) -> DockerSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class _ExecRun:

@@ -9,11 +9,11 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sandboxes.base import Limits, Mount, RunResult, SandboxError, clean_env
+from sandboxes.base import ClosingSession, Limits, Mount, RunResult, SandboxError, clean_env
 from sandboxes.capture import run_capped
 
 
-class ProcessSession:
+class ProcessSession(ClosingSession):
     """A workdir plus a scratch dir; commands run as ordinary host processes."""
 
     def __init__(self, workdir: Path, limits: Limits) -> None:
@@ -48,12 +48,6 @@ class ProcessSession:
     def close(self) -> None:
         self._closed = True
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def __enter__(self) -> ProcessSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class ProcessSandbox:

@@ -68,8 +68,9 @@ def build(
 
     Resumable: results of every tested mutant are cached, so re-running continues a killed build.
     """
-    from meta_agent.swe.build import Source, build_tasks, parse_sources
+    from meta_agent.swe.build import build_tasks
     from meta_agent.swe.instance import write_instances
+    from meta_agent.swe.sources import Source, parse_sources
     from meta_agent.swe.splits import with_splits
     from meta_agent.swe.taskset import build_default
 

@@ -36,8 +36,8 @@ from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup
 from meta_agent.swe.layout import is_source_path, is_test_module, python_path
 from meta_agent.swe.mutate import Mutation, find_mutations, is_effective, order_mutations
-from meta_agent.swe.project import BUG_BRANCH_PREFIX, ProjectRepo, local_repo_name, repo_path_for
-from meta_agent.swe.sdist import extract_sdist, fetch_sdist, parse_requirement
+from meta_agent.swe.project import BUG_BRANCH_PREFIX, ProjectRepo
+from meta_agent.swe.sources import Source, prepare_repo
 from meta_agent.swe.statement import changed_lines, quotes_patch, write_problem_statement
 from meta_agent.swe.testrun import TestReport, run_tests, test_file_of
 from meta_agent.swe.verdict import evaluate_patch
@@ -46,15 +46,6 @@ from sandboxes import Limits, Sandbox, Session, get_backend
 BUILD_LIMITS = Limits(memory_mb=4096, cpus=1.0, pids=256)
 MESSAGES_KEPT = 5
 Status = Literal["kept", "survived", "broken", "timeout", "flaky", "invalid"]
-
-
-@dataclass(frozen=True)
-class Source:
-    """A project to build tasks from: `pypi` with spec name==version (and optional sha256), or `git` with a path."""
-
-    kind: Literal["pypi", "git"]
-    spec: str
-    sha256: str | None = None
 
 
 class MutantRecord(BaseModel):
@@ -86,28 +77,6 @@ class ProjectResult:
     repo: str
     instances: list[SweInstance] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
-
-
-def prepare_repo(source: Source) -> tuple[ProjectRepo, str, str]:
-    """(repository, repo name, version) for a source; an already built repository is reused."""
-    if source.kind == "pypi":
-        name, version = parse_requirement(source.spec)
-        repo_name = f"pypi/{name.lower()}-{version}"
-        path = repo_path_for(repo_name)
-        archive = fetch_sdist(name, version, source.sha256)
-        with FileLock(f"{path}.lock"):  # two builds of one project must not both create its repo
-            if (path / ".git").is_dir():
-                return ProjectRepo(path), repo_name, version
-            with tempfile.TemporaryDirectory(prefix="meta-agent-sdist-") as tmp:
-                tree = extract_sdist(archive, Path(tmp))
-                return ProjectRepo.from_tree(tree, path, f"{name} {version} from its PyPI sdist"), repo_name, version
-    src = Path(source.spec)
-    repo_name = local_repo_name(src)
-    path = repo_path_for(repo_name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{path}.lock"):
-        repo = ProjectRepo.from_git(src, path)
-    return repo, repo_name, repo.base_commit[:12]
 
 
 class _Slots:
@@ -384,13 +353,6 @@ class ProjectBuilder:
                     records[rec.id] = rec
                     self.append_log(rec)
                 refresh()
-
-
-def parse_sources(from_pypi: list[str], from_git: list[str]) -> list[Source]:
-    sources = [Source("pypi", spec) for spec in from_pypi] + [Source("git", path) for path in from_git]
-    if not sources:
-        raise SweTaskError("nothing to build: pass --from-pypi NAME==VERSION or --from-git PATH (or --default)")
-    return sources
 
 
 def build_tasks(

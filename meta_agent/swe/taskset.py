@@ -20,10 +20,11 @@ from rich.console import Console
 
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.paths import cache_dir
-from meta_agent.swe.build import Source, build_tasks
+from meta_agent.swe.build import build_tasks
 from meta_agent.swe.checkout import checkout, repo_path
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SPLITS, Split, SweInstance, read_instances, write_instances
+from meta_agent.swe.sources import Source
 from meta_agent.swe.splits import with_splits
 from sandboxes import Sandbox
 

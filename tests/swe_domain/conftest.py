@@ -12,7 +12,8 @@ from pathlib import Path
 import git
 import pytest
 
-from meta_agent.swe.build import Source, build_tasks
+from meta_agent.swe.build import build_tasks
+from meta_agent.swe.sources import Source
 from meta_agent.swe.taskset import list_tasksets, save_taskset
 from tests.swe_tasks.swe_test_projects import CALC, TEST_CALC
 

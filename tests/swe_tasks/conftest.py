@@ -15,8 +15,9 @@ from pathlib import Path
 import git
 import pytest
 
-from meta_agent.swe.build import Source, build_tasks
+from meta_agent.swe.build import build_tasks
 from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.sources import Source
 from sandboxes import Sandbox, get_backend
 from tests.swe_tasks.swe_test_projects import CALC, INFLECTION, TEST_CALC
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import git
 import pytest
 
-from meta_agent.swe.build import Source, build_tasks
+from meta_agent.swe.build import build_tasks
 from meta_agent.swe.checkout import checkout, repo_path
 from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.sources import Source
 from meta_agent.swe.statement import changed_lines
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox

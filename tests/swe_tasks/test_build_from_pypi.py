@@ -42,7 +42,8 @@ def test_sdist_is_cached_and_verified_by_sha256(inflection_instances: list[SweIn
 
 
 def test_unpinned_requirement_is_refused() -> None:
-    from meta_agent.swe.build import Source, build_tasks
+    from meta_agent.swe.build import build_tasks
+    from meta_agent.swe.sources import Source
 
     with pytest.raises(SweTaskError, match="pin an exact version"):
         build_tasks([Source("pypi", "inflection")], sandbox="process", progress=False)
