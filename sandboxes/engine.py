@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker
 from docker.errors import DockerException
@@ -12,10 +13,19 @@ from sandboxes.base import SandboxError
 
 PING_TIMEOUT_S = 3.0
 API_TIMEOUT_S = 120.0
+PRIVATE_ENGINE = Path("/run/meta-agent-docker")
+START_COMMAND = (
+    f"mkdir -p {PRIVATE_ENGINE} && dockerd --iptables=false --bridge=none "
+    f"--data-root /var/lib/meta-agent-docker --exec-root {PRIVATE_ENGINE}/exec "
+    f"-H unix://{PRIVATE_ENGINE}/docker.sock >{PRIVATE_ENGINE}/dockerd.log 2>&1 &  "
+    f"export DOCKER_HOST=unix://{PRIVATE_ENGINE}/docker.sock"
+)
+"""A private engine (as root) that needs no bridge or iptables: sandbox containers run with no network."""
 START_HINT = (
-    "start one (`sudo systemctl start docker`, or a private one: `dockerd --iptables=false "
-    "--bridge=none --data-root DIR --exec-root DIR -H unix://SOCK` and export DOCKER_HOST=unix://SOCK); "
-    "if it is not installed: `apt-get install docker.io` (Debian/Ubuntu)"
+    "start the system engine (`systemctl start docker`) or a private one as root:\n"
+    f"    {START_COMMAND}\n"
+    "  then build the sandbox image: `meta-agent sandbox build-image`; "
+    "not installed: `scripts/system-deps.sh` (or `apt-get install docker.io debootstrap`)"
 )
 
 

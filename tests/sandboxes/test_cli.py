@@ -21,3 +21,15 @@ def test_build_image_reports_a_missing_engine_as_an_error(monkeypatch) -> None: 
     result = CliRunner().invoke(app, ["sandbox", "build-image"])
     assert result.exit_code == 1
     assert "no Docker engine answers at unix:///nonexistent/docker.sock" in result.output
+
+
+def test_doctor_prints_the_exact_command_that_starts_a_docker_engine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """docker.io installed but no engine up (a fresh machine after `make setup`): doctor says how to start one,
+    and `auto` still picks bwrap, saying why."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    result = CliRunner().invoke(app, ["sandbox", "doctor"])
+    assert result.exit_code == 0, result.output
+    assert "dockerd --iptables=false --bridge=none" in result.output
+    assert "export DOCKER_HOST=unix://" in result.output
+    assert "meta-agent sandbox build-image" in result.output
+    assert "auto  -> bwrap (docker is not usable" in result.output
