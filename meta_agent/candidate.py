@@ -21,7 +21,8 @@ from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
 from meta_agent.backtest.train_stage import Control, run_train_stage
 from meta_agent.contract import ReplayRecord, RolloutRecord
-from meta_agent.fsutil import fresh_dir
+from meta_agent.errors import BudgetExhausted
+from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree
 from meta_agent.lineage import EventLog
 from meta_agent.workspace import implement
@@ -62,7 +63,7 @@ class CandidateRun:
             return Verdict.model_validate(done)
         h = self.hypothesis
         ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k} ({h.title}): implementing")
-        created = ctx.step(self.key("created"), self._implement, type_="candidate_created")
+        created = ctx.step(self.key("created"), self._implement_or_fail, type_="candidate_created")
         stages = [self._stage("implement", lambda: StageResult(
             stage="implement", passed=created["ok"], reason=created["reason"] or "implemented"))]
         if created["ok"]:
@@ -85,10 +86,35 @@ class CandidateRun:
         return verdict
 
     def _stage(self, name: str, fn: Callable[[], StageResult]) -> StageResult:
+        """Run one stage; whatever it raises fails this candidate at this stage (journaled, so a resumed
+        run does not re-enter a stage that can only fail again). Budget stops still stop the run."""
         ctx = self.gen.ctx
-        data = ctx.step(self.key(name), lambda: {"cand_id": self.cand_id, **fn().model_dump(mode="json")},
-                        type_="stage_done")
+
+        def guarded() -> dict[str, Any]:
+            started = time.monotonic()
+            try:
+                result = fn()
+            except (BudgetExhausted, KeyboardInterrupt):
+                raise
+            except Exception as e:  # one candidate's failure, whatever raised it, is that candidate's
+                result = StageResult(stage=name, passed=False, seconds=time.monotonic() - started,
+                                     reason=f"{name} raised {failure_text(e)}")
+            return {"cand_id": self.cand_id, **result.model_dump(mode="json")}
+
+        data = ctx.step(self.key(name), guarded, type_="stage_done")
         return StageResult.model_validate({k: v for k, v in data.items() if k != "cand_id"})
+
+    def _implement_or_fail(self) -> dict[str, Any]:
+        try:
+            return self._implement()
+        except (BudgetExhausted, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            h = self.hypothesis
+            return {"cand_id": self.cand_id, "run_id": self.gen.ctx.run_id, "gen": self.gen.g, "k": self.k,
+                    "branch": "", "commit": None, "ok": False, "reason": f"implementation raised {failure_text(e)}",
+                    "summary": "", "title": h.title, "kind": h.kind, "skills": h.skills_used,
+                    "implement_seconds": 0.0}
 
     def _implement(self) -> dict[str, Any]:
         ctx, h = self.gen.ctx, self.hypothesis
@@ -124,7 +150,7 @@ class CandidateRun:
             root_policy=ctx.root_policy, seed=self.gen.seed,
         )
         if result is not None:
-            (self.dir / "eval.json").write_text(result.model_dump_json(indent=2))
+            atomic_write_text(self.dir / "eval.json", result.model_dump_json(indent=2))
         return stage
 
 
@@ -132,3 +158,9 @@ def note_for(v: Verdict, log: EventLog) -> str:
     """The git note on a candidate (and its merge): verdict plus every stage's metrics."""
     stages = [e["data"] for e in log.of_type("stage_done") if e["data"]["cand_id"] == v.cand_id]
     return json.dumps({"verdict": v.model_dump(mode="json"), "stages": stages}, indent=2, sort_keys=True)
+
+
+def failure_text(e: BaseException, limit: int = 2000) -> str:
+    """`Type: message` of an exception, bounded: it goes into the journal, a verdict and a git note."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= limit else text[:limit] + " [...]"

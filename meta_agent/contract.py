@@ -8,13 +8,16 @@ so a broken candidate fails with a reason instead of crashing the loop.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from meta_agent.errors import ContractError as ContractError
 from meta_agent.fsutil import atomic_write_lines
+from meta_agent.untrusted_files import read_bytes
 
 SCHEMA_VERSION = 1
 MAX_RECORD_BYTES = 2_000_000
@@ -22,10 +25,6 @@ MAX_RECORD_BYTES = 2_000_000
 
 Label = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
-
-
-class ContractError(ValueError):
-    """A file from the harness does not match the contract."""
 
 
 class _Strict(BaseModel):
@@ -141,11 +140,11 @@ def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
 
 def read_jsonl(path: Path, model: type[M]) -> list[M]:
     """Parse and validate a JSONL file; the first bad line raises ContractError(file:line: field ...)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         partial = path.with_name(path.name + ".partial")
         hint = " (only a .partial file exists: the harness did not finish)" if partial.exists() else ""
         raise ContractError(f"{path}: missing{hint}")
-    lines = path.read_bytes().split(b"\n")
+    lines = read_bytes(path).split(b"\n")
     for lineno, raw in enumerate(lines, start=1):
         if len(raw) > MAX_RECORD_BYTES:
             raise ContractError(f"{path}:{lineno}: record is {len(raw)} bytes, over {MAX_RECORD_BYTES}")
@@ -168,10 +167,8 @@ def read_jsonl(path: Path, model: type[M]) -> list[M]:
 
 
 def read_json(path: Path, model: type[M]) -> M:
-    if not path.is_file():
-        raise ContractError(f"{path}: missing")
     try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(read_bytes(path, MAX_RECORD_BYTES * 5))
     except ValidationError as e:
         raise ContractError(f"{path}: {_field_errors(e)}") from e
 

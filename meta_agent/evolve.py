@@ -27,10 +27,10 @@ from meta_agent.loop import Budget, Generation, Reporter, RunContext, evaluate, 
 from meta_agent.policy import resolve_policy
 from meta_agent.report.summary import write_summary
 from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
+from meta_agent.sealed import sealed_backend
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.skills.store import SkillSet, default_skill_set
 from meta_agent.training import write_train_tasks
-from sandboxes import get_backend
 
 LOCK_FILE = "meta-agent.lock"
 
@@ -97,7 +97,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
                                         settings=cfg.model_dump(mode="json")))
     ctx = RunContext(
         cfg=cfg, run_dir=run_dir, run_id=run_dir.name, repo=repo, domain=domain,
-        sandbox=get_backend(cfg.sandbox.backend), root_policy=root_policy,
+        sandbox=sealed_backend(cfg.sandbox.backend), root_policy=root_policy,
         tasks_file=write_train_tasks(domain, run_dir / "inputs"), skills=skills,
         proposer=make_proposer(cfg, skills, run_dir), log=log, reporter=reporter,
         budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),

@@ -11,12 +11,29 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_lines(path: Path, lines: Iterable[str]) -> int:
-    """Write one line per item; the file appears complete or not at all. Returns the line count."""
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would, for a moment, in every thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def atomic_write_lines(path: Path, lines: Iterable[str], mode: int | None = None) -> int:
+    """Write one line per item; the file appears complete or not at all. Returns the line count.
+
+    The rename replaces whatever `path` was (a link is replaced, never followed). The file gets
+    `mode`, by default what `open()` would give (0666 less the umask), not mkstemp's private 0600:
+    sandboxes read inputs as an unprivileged uid.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     n = 0
     try:
+        os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             for line in lines:
                 f.write(line + "\n")
@@ -30,8 +47,8 @@ def atomic_write_lines(path: Path, lines: Iterable[str]) -> int:
     return n
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_lines(path, [text.rstrip("\n")])
+def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+    atomic_write_lines(path, [text.rstrip("\n")], mode)
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -43,4 +60,17 @@ def fresh_dir(path: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
+    return path
+
+
+def readable_by_sandboxes(path: Path) -> Path:
+    """Open a tree meta-agent made (a model, a cache) to other users for reading: sandboxes read it as an
+    unprivileged uid, and some writers (safetensors, mkdtemp) make files private. Links are left alone."""
+    for item in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        if item.is_symlink():
+            continue
+        mode = item.stat().st_mode
+        want = 0o005 if item.is_dir() else 0o004
+        if mode & want != want:
+            item.chmod(mode | want | (want << 3))
     return path

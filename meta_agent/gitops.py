@@ -4,6 +4,7 @@ branches, commits with trailers, merges and notes. All through gitpython."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 from pathlib import Path
@@ -19,6 +20,27 @@ HARNESS_GITIGNORE = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 class GitOpsError(RuntimeError):
     """The harness repository is missing, not a git repo, or in a state meta-agent will not touch."""
+
+
+SAFE_GIT_ENV = {
+    # Candidate content (a `.gitattributes` it wrote) must not select filter, diff or merge drivers,
+    # hooks or an fsmonitor from the user's or the system's git config: those run programs.
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_COUNT": "3",
+    "GIT_CONFIG_KEY_0": "core.hooksPath",
+    "GIT_CONFIG_VALUE_0": os.devnull,
+    "GIT_CONFIG_KEY_1": "core.attributesFile",
+    "GIT_CONFIG_VALUE_1": os.devnull,
+    "GIT_CONFIG_KEY_2": "core.fsmonitor",
+    "GIT_CONFIG_VALUE_2": "false",
+}
+
+
+def harden(repo: git.Repo) -> git.Repo:
+    """Every git command meta-agent runs on this repo ignores user/system config, hooks and drivers."""
+    repo.git.update_environment(**SAFE_GIT_ENV)
+    return repo
 
 
 def _belongs_to_other_domain(rel: Path, domain: str) -> bool:
@@ -52,7 +74,7 @@ def init_harness(dest: Path, domain: str) -> git.Repo:
         shutil.copy2(src, target)
     shutil.copy2(config, dest / "harness.yaml")
     (dest / ".gitignore").write_text(HARNESS_GITIGNORE)
-    repo = git.Repo.init(dest, initial_branch="main")
+    repo = harden(git.Repo.init(dest, initial_branch="main"))
     with repo.config_writer() as cw:
         cw.set_value("user", "name", AUTHOR.name)
         cw.set_value("user", "email", AUTHOR.email)
@@ -70,7 +92,7 @@ def open_harness(path: Path) -> git.Repo:
     if not path.is_dir():
         raise GitOpsError(f"harness {path} does not exist; create one with `meta-agent init --domain D --dir {path}`")
     try:
-        repo = git.Repo(path)
+        repo = harden(git.Repo(path))
     except git.InvalidGitRepositoryError:
         raise GitOpsError(
             f"harness {path} is not a git repository; meta-agent evolves harnesses as git history. "
@@ -138,7 +160,6 @@ def commit_dir(repo: git.Repo, src: Path, parent: str, branch: str, message: str
     Uses a private index and `--work-tree`, so neither the user's checkout nor their index is touched;
     `.git` entries in `src` are ignored. Returns the new commit (the parent itself if nothing changed).
     """
-    import os
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,6 +183,41 @@ def changed_paths(repo: git.Repo, base: str, head: str) -> list[str]:
 
 def touched_protected(repo: git.Repo, base: str, head: str) -> list[str]:
     return [p for p in changed_paths(repo, base, head) if p in PROTECTED_PATHS]
+
+
+IMPORTABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd", ".pth")
+
+
+def _top_level(repo: git.Repo, commit: str) -> dict[str, str]:
+    """Top-level entry name -> object type ('blob' or 'tree') of a commit."""
+    out = repo.git.ls_tree(commit)
+    entries = {}
+    for line in out.splitlines():
+        meta, _, name = line.partition("\t")
+        entries[name] = meta.split()[1]
+    return entries
+
+
+def boundary_violations(repo: git.Repo, base: str, head: str) -> list[str]:
+    """Changes no candidate may make, whatever its code does when run:
+
+    - a new top-level directory or Python-importable file: a `python -m ...` started in a checkout
+      puts that directory first on `sys.path`, so such a name could shadow meta-agent's own packages
+      or a library it imports (harness code belongs under `harness/`, its tests under `tests/`);
+    - any `.gitattributes`: attributes select filter, diff and merge drivers that git runs on the
+      candidate's own content.
+    """
+    before, after = _top_level(repo, base), _top_level(repo, head)
+    problems = []
+    for name, kind in sorted(after.items()):
+        if name in before:
+            continue
+        if kind == "tree" or name.endswith(IMPORTABLE_SUFFIXES):
+            problems.append(f"adds top-level {'directory' if kind == 'tree' else 'module'} {name!r} "
+                            "(harness code belongs under harness/, tests under tests/)")
+    problems += [f"changes {p} (git attributes may select drivers that run programs)"
+                 for p in changed_paths(repo, base, head) if Path(p).name == ".gitattributes"]
+    return problems
 
 
 class MergeConflict(GitOpsError):

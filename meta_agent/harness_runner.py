@@ -27,6 +27,7 @@ from meta_agent.contract import (
     read_json,
     read_jsonl,
 )
+from meta_agent.untrusted_files import audit_tree, read_bytes
 from sandboxes import Limits, Mount, RunResult, Sandbox, Session
 
 R = TypeVar("R", ReplayRecord, DiagnoseRecord)
@@ -68,9 +69,9 @@ def _watch_steps(path: Path, on_step: Callable[[int], None] | None) -> Iterator[
         seen = 0
         while not stop.wait(0.5):
             try:
-                lines = path.read_bytes().count(b"\n")
-            except OSError:
-                continue
+                lines = read_bytes(path).count(b"\n")
+            except ContractError:
+                continue  # not written yet, or not a regular file (which the audit after the run reports)
             if lines != seen:
                 seen = lines
                 on_step(lines)
@@ -108,6 +109,7 @@ class HarnessRunner:
         for w in writable:
             w.mkdir(parents=True, exist_ok=True)
         mounts = [Mount(p.resolve()) for p in readable] + [Mount(p.resolve(), read_only=False) for p in writable]
+        self.writable = [p.resolve() for p in writable]
         self.commit = commit
         self.session: Session = sandbox.open(workdir.resolve(), mounts=mounts, limits=limits)
 
@@ -128,7 +130,16 @@ class HarnessRunner:
         )
         if not result.ok:
             raise HarnessError(verb, result.describe_failure())
+        self._audit(verb)
         return result
+
+    def _audit(self, verb: str) -> None:
+        """After a command (nothing of it runs any more), its writable dirs must hold plain data only."""
+        for directory in self.writable:
+            try:
+                audit_tree(directory)
+            except ContractError as e:
+                raise HarnessError(verb, str(e)) from e
 
     def selftest(self, timeout: float = 600) -> RunResult:
         result = self.session.run([sys.executable, "-m", "harness", "selftest"], timeout=timeout,

@@ -25,7 +25,8 @@ from meta_agent.candidate import CandidateRun, note_for
 from meta_agent.config import EvolveConfig
 from meta_agent.contract import ReplayRecord, RolloutRecord, read_jsonl, write_jsonl
 from meta_agent.domains import Domain, EvalResult
-from meta_agent.fsutil import fresh_dir
+from meta_agent.errors import BudgetExhausted
+from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree, format_message, is_merged, merge_no_ff
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.lineage import EventLog
@@ -35,10 +36,6 @@ from meta_agent.skills.model import Evidence
 from meta_agent.skills.store import SkillSet
 from meta_agent.training import TrainedRun, load_trained, train_commit
 from sandboxes import Sandbox
-
-
-class BudgetExhausted(RuntimeError):
-    """A hard budget ran out; the run stopped between steps and can be resumed."""
 
 
 class Reporter(Protocol):
@@ -105,7 +102,7 @@ class RunContext:
 def evaluate(ctx: RunContext, policy: Path, out: Path, split: str = "selection", limit: int | None = None
              ) -> EvalResult:
     result = ctx.domain.evaluate(policy, split, limit=limit, root=ctx.root_policy)  # type: ignore[arg-type]
-    out.write_text(result.model_dump_json(indent=2))
+    atomic_write_text(out, result.model_dump_json(indent=2))  # `out` may sit in a dir the harness wrote
     return result
 
 

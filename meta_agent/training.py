@@ -15,6 +15,7 @@ import git
 
 from meta_agent.contract import (
     CheckpointManifest,
+    ContractError,
     DiagnoseRecord,
     MetricsRecord,
     RolloutRecord,
@@ -29,6 +30,7 @@ from meta_agent.gitops import export_tree
 from meta_agent.harness_runner import HarnessRunner, TrainOutput
 from meta_agent.policy import base_model_of
 from meta_agent.report.rollout_report import RolloutReport, build_report
+from meta_agent.untrusted_files import is_regular_file, read_bytes
 from sandboxes import Limits, Sandbox
 
 TRAIN_TASKS = "train_tasks.jsonl"
@@ -56,9 +58,16 @@ def write_train_tasks(domain: Domain, inputs_dir: Path) -> Path:
     return path
 
 
-def policy_mounts(policy: Path) -> list[Path]:
-    """Directories a policy needs readable: itself and, for a LoRA checkpoint, its base model."""
+def policy_mounts(policy: Path, root_policy: Path) -> list[Path]:
+    """Directories a policy needs readable: itself and, for a LoRA checkpoint, its base model.
+
+    The base a (harness-written) LoRA manifest names must be the run's root policy: any other path
+    would be mounted into the next training sandbox on the harness's word.
+    """
     base = base_model_of(policy)
+    if base.resolve() != root_policy.resolve() and base.resolve() != policy.resolve():
+        raise ContractError(f"{policy / 'manifest.json'}: base_model {str(base)!r} is not the run's policy "
+                            f"{root_policy}; a checkpoint must stand on the model the run started from")
     return sorted({policy.resolve(), base.resolve()})
 
 
@@ -86,7 +95,7 @@ def load_trained(out_dir: Path, domain: Domain, policy: str, tasks_file: Path) -
     )
     labelled = load_labelled(out_dir)
     report_file = out_dir / "report.json"
-    report = (RolloutReport.model_validate_json(report_file.read_text()) if report_file.is_file() else
+    report = (RolloutReport.model_validate_json(read_bytes(report_file)) if is_regular_file(report_file) else
               build_report(domain=domain.name, policy=policy, rollouts=labelled, metrics=output.metrics, tasks=tasks,
                            train_wall_time=output.summary.wall_time))
     return TrainedRun(output=output, rollouts=labelled, report=report)
@@ -112,7 +121,7 @@ def train_commit(
 ) -> TrainedRun:
     """Train `policy` for `steps` under harness@commit; all harness code runs in `sandbox`."""
     workdir = export_tree(repo, commit, work_dir)
-    readable = [tasks_file.parent, *policy_mounts(policy)]
+    readable = [tasks_file.parent, *policy_mounts(policy, root_policy)]
     if history is not None:
         readable.append(history.parent)
     tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}

@@ -11,7 +11,9 @@ from pathlib import Path
 import git
 
 from meta_agent.agents.base import Hypothesis, Implementation, Proposer, Workspace
+from meta_agent.errors import ContractError
 from meta_agent.gitops import commit_dir, export_tree, format_message
+from meta_agent.untrusted_files import read_bytes
 from sandboxes import Limits, Mount, Sandbox
 
 MAX_FILE_BYTES = 2_000_000
@@ -36,13 +38,39 @@ def unsafe_entries(root: Path) -> list[str]:
 
 
 def _drop_nested_git(root: Path) -> None:
-    """A `.git` written by the sandbox would become an embedded repo (or redirect git); drop it."""
+    """A `.git` written in the sandbox (any case: `.GIT` is `.git` to git on a case-insensitive check)
+    would become an embedded repo or redirect git; drop it, whether a directory, a file or a link."""
     for dirpath, dirnames, filenames in os.walk(root):
-        if ".git" in dirnames:
-            shutil.rmtree(Path(dirpath) / ".git")
-            dirnames.remove(".git")
-        if ".git" in filenames:
-            (Path(dirpath) / ".git").unlink()
+        for name in [*dirnames, *filenames]:
+            if name.lower() != ".git":
+                continue
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_dir():
+                path.unlink()
+            else:
+                shutil.rmtree(path)
+        dirnames[:] = [d for d in dirnames if d.lower() != ".git"]
+
+
+def changed_attributes(repo: git.Repo, base: str, root: Path) -> list[str]:
+    """`.gitattributes` files the sandbox added or changed: they select drivers git would run on commit."""
+    problems = []
+    for dirpath, _dirs, filenames in os.walk(root):
+        if ".gitattributes" not in filenames:
+            continue
+        path = Path(dirpath) / ".gitattributes"
+        rel = path.relative_to(root).as_posix()
+        try:
+            before = repo.git.show(f"{base}:{rel}", stdout_as_string=False)
+        except git.GitCommandError:
+            before = None
+        try:
+            now = read_bytes(path, MAX_FILE_BYTES)
+        except ContractError:
+            now = None
+        if now is None or before != now:
+            problems.append(f"{rel}: git attributes may not be added or changed by a candidate")
+    return problems
 
 
 def candidate_trailers(h: Hypothesis, cand_id: str) -> dict[str, str]:
@@ -82,7 +110,7 @@ def implement(
     if not outcome.ok:
         return None, outcome
     _drop_nested_git(path)
-    problems = unsafe_entries(path)
+    problems = unsafe_entries(path) + changed_attributes(repo, base, path)
     if problems:
         return None, Implementation(ok=False, reason="workspace holds unsafe entries: " + "; ".join(problems[:5]))
     body = f"{hypothesis.intervention}\n\n{outcome.summary}".strip()

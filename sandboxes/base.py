@@ -25,10 +25,13 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Mount:
-    """A host path made visible inside the sandbox at the same absolute path."""
+    """A host path made visible inside the sandbox at the same absolute path (or hidden there)."""
 
     source: Path
     read_only: bool = True
+    hidden: bool = False
+    """Shown as an empty directory (or empty file) instead: for sealed data inside a bound tree,
+    such as a dataset package in the venv. Must come after the mount that holds it."""
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,9 @@ from sandboxes.base import (
 from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
+from sandboxes.identity import sandbox_identity
 from sandboxes.mounts import session_mounts
+from sandboxes.seccomp import filter_fd
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`)"
 SESSION_DIR_PREFIX = "meta-agent-bwrap-"
@@ -120,10 +122,11 @@ class BwrapSession(ClosingSession):
         self.scratch = self._dir / "scratch"
         self.cgroup: SessionCgroup | None = None
         self.limit_mode = "rlimits (cgroups not requested)"
+        self.identity = sandbox_identity()
         try:
             self.scratch.mkdir()
-            binds = [*session_mounts(self.workdir, self.scratch, mounts), Mount(INIT_SCRIPT)]
-            self._argv = [bwrap, *sandbox_args(binds, network)]
+            binds = [*session_mounts(self.workdir, self.scratch, mounts, self.identity), Mount(INIT_SCRIPT)]
+            self._argv = [bwrap, *sandbox_args(binds, network, self.identity)]
             if use_cgroups:
                 self._use_cgroup(limits)
             self._sandbox = self._start()
@@ -152,9 +155,13 @@ class BwrapSession(ClosingSession):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
         log_path = self._dir / "sandbox.log"
+        seccomp = filter_fd()
+        filter_args = ["--seccomp", str(seccomp)] if seccomp is not None else []
+        drop = self.identity if self.identity.switches else None
         try:
             with CgroupJoin(self.cgroup) as join, open(log_path, "wb") as log:
-                argv = [*self._argv, *join.bwrap_args, "--chdir", "/", "--", *init_command(sys.executable, fd, fd)]
+                argv = [*self._argv, *join.bwrap_args, *filter_args, "--chdir", "/", "--",
+                        *init_command(sys.executable, fd, fd, drop)]
                 proc = _SPAWNER.submit(
                     subprocess.Popen,
                     argv,
@@ -163,11 +170,14 @@ class BwrapSession(ClosingSession):
                     stderr=log,
                     cwd="/",
                     env=clean_env(self.scratch),
-                    pass_fds=(fd, *join.child_fds),
+                    pass_fds=(fd, *join.child_fds, *([seccomp] if seccomp is not None else [])),
                     start_new_session=True,
                     preexec_fn=None if self.cgroup else self._rlimits,
                 ).result()
                 theirs.close()
+                if seccomp is not None:
+                    os.close(seccomp)
+                    seccomp = None
                 try:
                     join(proc.pid)
                 except OSError as err:
@@ -177,6 +187,8 @@ class BwrapSession(ClosingSession):
         except BaseException:
             ours.close()
             theirs.close()
+            if seccomp is not None:
+                os.close(seccomp)
             raise
         sandbox = _Sandbox(proc, ours)
         try:

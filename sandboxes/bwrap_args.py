@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sandboxes.base import Mount
 from sandboxes.cgroups import SessionCgroup
+from sandboxes.identity import SandboxIdentity
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Only what programs need from /etc: never shadow, ssh keys, TLS private keys or other host
@@ -40,33 +41,85 @@ ETC_ENTRIES = (
     "timezone",
 )
 SYNC_TIMEOUT_S = 30.0
+UNSHARE_BUT_USER = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 
 
-def etc_args() -> list[str]:
+class _Parents:
+    """Creates the directories leading to each bind point as world-readable (0755) ones.
+
+    bwrap makes missing parents 0700 and root-owned, which the unprivileged sandbox uid could
+    not traverse; a parent inside an earlier bind already exists (it is the host's own).
+    """
+
+    def __init__(self) -> None:
+        self.made: set[Path] = {Path("/")}
+        self.bound: list[Path] = []
+
+    def before(self, dest: Path) -> list[str]:
+        args: list[str] = []
+        for parent in reversed(dest.parents):
+            if parent in self.made or any(parent.is_relative_to(b) for b in self.bound):
+                continue
+            self.made.add(parent)
+            args += ["--perms", "0755", "--dir", str(parent)]
+        return args
+
+    def bind(self, dest: Path) -> None:
+        self.bound.append(dest)
+
+
+def etc_args(parents: _Parents) -> list[str]:
     """A fresh /etc holding only the allow-listed host entries, each bound read-only (nothing is copied)."""
-    args = ["--tmpfs", "/etc"]
+    args = ["--perms", "0755", "--tmpfs", "/etc"]
+    parents.made.add(Path("/etc"))
     for name in ETC_ENTRIES:
         source = Path("/etc") / name
         if source.exists():
-            args += ["--ro-bind", str(source), str(source)]
+            args += [*parents.before(source), "--ro-bind", str(source), str(source)]
     return [*args, "--remount-ro", "/etc"]
 
 
-def sandbox_args(binds: Sequence[Mount], network: bool) -> list[str]:
-    """bwrap options for a session: namespaces, a read-only system, the session's binds."""
-    args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"]
+def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentity) -> list[str]:
+    """bwrap options for a session: namespaces, a read-only system, the session's binds.
+
+    As root no user namespace is made (bwrap needs none), so PID 1 keeps only CAP_SETUID and
+    CAP_SETGID, with which `sandbox_init` drops to the sandbox uid before anything else runs.
+    As any other user, bwrap maps that user into a user namespace and no further one may be made.
+    """
+    args = ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"]
+    if identity.switches:
+        # No user namespace: bwrap's own (root mapped to root, setgroups denied) would keep uid 0 and
+        # make the drop impossible. Every other namespace is new, as with --unshare-all.
+        args += [*UNSHARE_BUT_USER, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-all", "--unshare-user", "--disable-userns"]
     if network:
         args.append("--share-net")
+    parents = _Parents()
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
+            parents.bind(Path(path))
     # Order matters: /tmp is a fresh tmpfs *before* the binds, or it would hide a workdir under /tmp.
-    args += [*etc_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    # /proc/sys is bound read-only over the new /proc: kernel settings are never the sandbox's to change.
+    args += [*etc_args(parents), "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
+             "--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "1777", "--tmpfs", "/tmp"]
+    parents.made |= {Path("/proc"), Path("/dev"), Path("/tmp")}
+    read_only_last: list[str] = []
     for bind in binds:
-        args += ["--ro-bind" if bind.read_only else "--bind", str(bind.source), str(bind.source)]
-    return [*args, "--remount-ro", "/"]
+        args += parents.before(bind.source)
+        if bind.hidden and bind.source.is_dir():
+            # An empty stand-in; made read-only only at the end, so a later bind may still sit inside it.
+            args += ["--perms", "0755", "--tmpfs", str(bind.source)]
+            read_only_last += ["--remount-ro", str(bind.source)]
+        elif bind.hidden:
+            args += ["--ro-bind", "/dev/null", str(bind.source)]
+        else:
+            args += ["--ro-bind" if bind.read_only else "--bind", str(bind.source), str(bind.source)]
+            parents.bind(bind.source)
+    return [*args, *read_only_last, "--remount-ro", "/"]
 
 
 def _read_child_pid(info_fd: int) -> int | None:

@@ -10,15 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes import sandbox_init
+from sandboxes.identity import SandboxIdentity
 from sandboxes.sandbox_init import HEADER, encode
 
 INIT_SCRIPT = Path(sandbox_init.__file__).resolve()
 """Bound read-only into every sandbox at this same path: its only file from this package."""
 
 
-def init_command(python: str, in_fd: int, out_fd: int) -> list[str]:
-    """argv that starts the session's PID 1 with the host interpreter (bound read-only inside)."""
-    return [python, "-I", "-S", str(INIT_SCRIPT), str(in_fd), str(out_fd)]
+def init_command(python: str, in_fd: int, out_fd: int, drop_to: SandboxIdentity | None = None) -> list[str]:
+    """argv that starts the session's PID 1 with the host interpreter (bound read-only inside);
+    with `drop_to`, PID 1 switches to that uid/gid before it serves anything."""
+    argv = [python, "-I", "-S", str(INIT_SCRIPT), str(in_fd), str(out_fd)]
+    return [*argv, f"{drop_to.uid}:{drop_to.gid}"] if drop_to is not None else argv
 
 
 class MessageReader:

@@ -40,6 +40,7 @@ from sandboxes.base import (
 )
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
 from sandboxes.engine import docker_client
+from sandboxes.identity import sandbox_identity
 from sandboxes.image import image_exists, image_tag
 from sandboxes.mounts import session_mounts
 from sandboxes.sandbox_init import encode
@@ -170,7 +171,8 @@ class DockerSession(ClosingSession):
         self.scratch = SCRATCH
         self.limits = limits
         self.network = network
-        self._binds = [*session_mounts(self.workdir, None, mounts), Mount(INIT_SCRIPT)]
+        self.identity = sandbox_identity()
+        self._binds = [*session_mounts(self.workdir, None, mounts, self.identity), Mount(INIT_SCRIPT)]
         self._lock = threading.Lock()
         self._closed = False
         self._oom_seen = 0
@@ -180,9 +182,16 @@ class DockerSession(ClosingSession):
         api = self.client.api
         limits = self.limits
         tmpfs_options = f"rw,exec,nosuid,nodev,mode=1777,size={limits.memory_mb}m"
+        visible = [m for m in self._binds if not m.hidden]
+        binds = {str(m.source): {"bind": str(m.source), "mode": "ro" if m.read_only else "rw"} for m in visible}
+        tmpfs = {"/tmp": tmpfs_options, str(SCRATCH): tmpfs_options}
+        for m in self._binds:
+            if m.hidden and m.source.is_dir():
+                tmpfs[str(m.source)] = "ro,nosuid,nodev,noexec,size=4k"
+        hidden_files = [f"/dev/null:{m.source}:ro" for m in self._binds if m.hidden and not m.source.is_dir()]
         host_config = api.create_host_config(
-            binds={str(m.source): {"bind": str(m.source), "mode": "ro" if m.read_only else "rw"} for m in self._binds},
-            tmpfs={"/tmp": tmpfs_options, str(SCRATCH): tmpfs_options},
+            binds=[f"{source}:{spec['bind']}:{spec['mode']}" for source, spec in binds.items()] + hidden_files,
+            tmpfs=tmpfs,
             read_only=True,
             network_mode=None if self.network else "none",
             mem_limit=f"{limits.memory_mb}m",
@@ -203,7 +212,7 @@ class DockerSession(ClosingSession):
                 command=init_command(sys.executable, 0, 1),
                 name=name,
                 hostname="sandbox",
-                user=f"{os.getuid()}:{os.getgid()}",
+                user=f"{self.identity.uid}:{self.identity.gid}",
                 working_dir=str(self.workdir),
                 environment=clean_env(self.scratch),
                 labels={LABEL: "1", f"{LABEL}.owner-pid": str(os.getpid()), f"{LABEL}.workdir": str(self.workdir)},

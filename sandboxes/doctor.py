@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sandboxes.auto import Availability, bwrap_availability, choose_backend, docker_availability
 from sandboxes.base import SandboxError
+from sandboxes.identity import sandbox_identity
 
 
 @dataclass(frozen=True)
@@ -13,6 +14,15 @@ class Report:
     backends: list[Availability]
     auto: str
     """`auto`'s pick and why, or why it cannot pick anything."""
+    identity: str
+    """The uid sandboxed code runs as, or why the configuration is refused."""
+
+
+def _identity() -> str:
+    try:
+        return sandbox_identity().describe()
+    except SandboxError as err:
+        return f"REFUSED: {err}"
 
 
 def diagnose() -> Report:
@@ -23,7 +33,7 @@ def diagnose() -> Report:
         auto = f"{name} ({reason})"
     except SandboxError as err:
         auto = f"nothing: {err}"
-    return Report([docker, bwrap, process], auto)
+    return Report([docker, bwrap, process], auto, _identity())
 
 
 def render(report: Report) -> str:
@@ -34,4 +44,5 @@ def render(report: Report) -> str:
         if item.fix:
             lines.append(f"{'':8} {'':11} to fix: {item.fix}")
     lines.append(f"auto  -> {report.auto}")
+    lines.append(f"sandboxed code runs as {report.identity}")
     return "\n".join(lines)

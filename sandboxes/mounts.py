@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sandboxes.base import Mount, SandboxError, host_python_mounts
+from sandboxes.identity import SandboxIdentity, hand_over
 
 
 def _home() -> Path:
@@ -26,11 +27,26 @@ def _refuse_exposing_home(path: Path, what: str) -> None:
         )
 
 
-def session_mounts(workdir: Path, scratch: Path | None, extra: Sequence[Mount] = ()) -> list[Mount]:
+def _check_readable(source: Path, identity: SandboxIdentity) -> None:
+    """A read-only mount the sandbox uid cannot read fails later with a bare EACCES; say it here."""
+    if not identity.switches:
+        return
+    mode = source.stat().st_mode
+    need = 0o005 if source.is_dir() else 0o004
+    if mode & need != need:
+        raise SandboxError(
+            f"sandbox mount {source} is not readable by the sandbox uid {identity.uid} (mode {mode & 0o777:o}): "
+            f"sandboxed code never runs as root; make it readable, e.g. `chmod -R o+rX {source}`"
+        )
+
+
+def session_mounts(workdir: Path, scratch: Path | None, extra: Sequence[Mount] = (),
+                   identity: SandboxIdentity | None = None) -> list[Mount]:
     """All binds of a session, parents before children so no bind hides another.
 
     The host Python runtime comes first (read-only), then `extra`, then the writable
-    workdir and scratch dir; a later entry for the same path wins.
+    workdir and scratch dir; a later entry for the same path wins. Hidden entries that do
+    not exist on this host are dropped. Every writable path is handed to `identity`.
     """
     if not workdir.is_dir():
         raise SandboxError(f"sandbox workdir {workdir} is not a directory; create or check it out first")
@@ -41,10 +57,24 @@ def session_mounts(workdir: Path, scratch: Path | None, extra: Sequence[Mount] =
     for mount in extra:
         source = mount.source.resolve()
         if not source.exists():
+            if mount.hidden:
+                continue
             raise SandboxError(f"sandbox mount source {mount.source} does not exist")
-        _refuse_exposing_home(source, "mount")
-        by_path[source] = Mount(source, mount.read_only)
+        if not mount.hidden:
+            _refuse_exposing_home(source, "mount")
+            if mount.read_only and identity is not None:
+                _check_readable(source, identity)
+        by_path[source] = Mount(source, mount.read_only, mount.hidden)
     by_path[workdir] = Mount(workdir, read_only=False)
     if scratch is not None:
         by_path[scratch] = Mount(scratch, read_only=False)
-    return sorted(by_path.values(), key=lambda m: (len(m.source.parts), str(m.source)))
+    visible = [m.source for m in by_path.values() if not m.hidden]
+    # A hidden path matters only inside something that is shown; elsewhere it is absent anyway.
+    kept = [m for m in by_path.values()
+            if not m.hidden or any(m.source.is_relative_to(v) and m.source != v for v in visible)]
+    binds = sorted(kept, key=lambda m: (len(m.source.parts), str(m.source)))
+    if identity is not None:
+        for bind in binds:
+            if not bind.read_only and not bind.hidden:
+                hand_over(bind.source, identity)
+    return binds

@@ -1,6 +1,8 @@
 """PID 1 inside a sandbox session. Runs *inside* the sandbox: standard library only.
 
-Started as `python -I -S sandbox_init.py IN_FD OUT_FD`. It
+Started as `python -I -S sandbox_init.py IN_FD OUT_FD [UID:GID]`. With UID:GID (bwrap started by
+root) it first drops to that unprivileged uid, with no supplementary groups and no new privileges,
+so nothing in the sandbox ever runs as host root. It
 - reaps orphans (it is the init of the session's pid namespace),
 - on `reset`, kills every other process so nothing from one run survives into the next
   (a fork bomb, a daemonised helper), and reports the OOM kills its memory cgroup has seen,
@@ -33,6 +35,7 @@ HEADER = struct.Struct(">I")
 MAX_FDS = 4
 KILL_DEADLINE_S = 10.0
 PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -209,10 +212,26 @@ class Init:
                 self.handle(message, fds)
 
 
+def drop_privileges(spec: str) -> None:
+    """Become UID:GID for good (real, effective and saved ids; no groups); refuse to go on as root."""
+    uid, gid = (int(part) for part in spec.split(":"))
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if 0 in os.getresuid() or 0 in os.getresgid():
+        raise SystemExit("sandbox_init: still root after dropping privileges; refusing to run anything")
+
+
 def main() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if len(sys.argv) > 3:
+        drop_privileges(sys.argv[3])
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise SystemExit("sandbox_init: cannot set no_new_privs; refusing to run anything")
     # Other processes run as the same uid: without this they could ptrace us or use /proc/1/fd.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # As the init of its pid namespace it gets only signals it handles: take none from the commands.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     in_fd, out_fd = int(sys.argv[1]), int(sys.argv[2])
     for fd in {in_fd, out_fd}:
         os.set_inheritable(fd, False)  # commands must not be able to talk to the owner as us

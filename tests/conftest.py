@@ -14,9 +14,12 @@ _SESSION_ROOT = Path(os.environ.get("META_AGENT_TEST_ROOT", "/tmp/meta-agent-tes
 os.environ["META_AGENT_CACHE"] = str(_SESSION_ROOT / "cache")
 os.environ["META_AGENT_DATA"] = str(_SESSION_ROOT / "data")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# One fixed secret for the sealed splits, so every test sees the same selection/test tasks.
+os.environ["META_AGENT_SEALED_SECRET"] = "meta-agent-test-suite"
 
 from meta_agent.gitops import init_harness  # noqa: E402
-from sandboxes import Sandbox, get_backend  # noqa: E402
+from meta_agent.sealed import sealed_backend  # noqa: E402
+from sandboxes import Sandbox  # noqa: E402
 
 TEST_SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
 """Backend the harness tests run through; bwrap is installed by .ci/run. Set to docker to cover it too."""
@@ -32,7 +35,7 @@ def tiny_policy() -> Path:
 
 @pytest.fixture(scope="session")
 def sandbox() -> Sandbox:
-    return get_backend(TEST_SANDBOX)
+    return sealed_backend(TEST_SANDBOX)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from meta_agent.agents.coder import Coder
 from meta_agent.agents.diagnostician import Diagnostician
 from meta_agent.agents.skill_writer import SkillWriter
 from meta_agent.config import BudgetSettings, ConfigFileError, LLMSettings
+from meta_agent.errors import BudgetExhausted
 from meta_agent.llm import (
     BudgetExceeded,
     Ledger,
@@ -28,7 +29,6 @@ from meta_agent.llm import (
     RetryPolicy,
 )
 from meta_agent.llm.accounting import USAGE_FILE
-from meta_agent.loop import BudgetExhausted
 from meta_agent.skills.retrieve import rank, render_for_prompt
 from meta_agent.skills.store import SkillSet
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 
 from meta_agent.backtest.models import StageResult
-from meta_agent.gitops import changed_paths, export_tree, touched_protected
+from meta_agent.gitops import boundary_violations, changed_paths, export_tree, touched_protected
 from meta_agent.harness_runner import HarnessError, HarnessRunner
 from sandboxes import Limits, Sandbox
 
@@ -19,6 +19,10 @@ def run_static(repo: git.Repo, base: str, commit: str, sandbox: Sandbox, limits:
     if protected:
         return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
                            reason=f"touches protected paths {protected}; rejected before running anything")
+    violations = boundary_violations(repo, base, commit)
+    if violations:
+        return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
+                           reason=f"{'; '.join(violations)}; rejected before running anything")
     changed = changed_paths(repo, base, commit)
     workdir = export_tree(repo, commit, work)
     try:

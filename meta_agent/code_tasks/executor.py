@@ -21,7 +21,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from meta_agent.code_tasks.problem import CodeTest
-from sandboxes import Limits, Sandbox, Session, get_backend
+from meta_agent.errors import ContractError
+from meta_agent.fsutil import atomic_write_text, readable_by_sandboxes
+from meta_agent.sealed import sealed_backend
+from meta_agent.untrusted_files import read_bytes
+from sandboxes import Limits, Mount, Sandbox, Session
 
 Verdict = Literal["passed", "wrong_answer", "runtime_error", "syntax_error", "timeout", "memory_limit",
                   "process_limit", "output_limit"]
@@ -87,17 +91,23 @@ class Executor:
     def sandbox(self) -> Sandbox:
         if not isinstance(self._backend, str):
             return self._backend
-        self._backend = get_backend(self._backend)
+        self._backend = sealed_backend(self._backend)
         return self._backend
 
     def _open(self) -> tuple[Session, Path]:
         if self._session is None or self._dir is None:
+            # The programs under test write where the runner does; the runner itself sits in a
+            # read-only mount beside that workdir, so no program can replace it for the next batch.
             self._dir = Path(tempfile.mkdtemp(prefix="meta-agent-code-exec-"))
+            scripts, work = self._dir / "scripts", self._dir / "work"
+            scripts.mkdir()
+            work.mkdir()
             for name in SCRIPTS:
-                shutil.copy2(HERE / name, self._dir / name)
+                shutil.copy2(HERE / name, scripts / name)
+            readable_by_sandboxes(self._dir)
             limits = Limits(memory_mb=self.workers * self.memory_mb + 1024, cpus=float(self.workers), pids=512,
                             timeout_s=3600, output_bytes=200_000)
-            self._session = self.sandbox.open(self._dir, limits=limits)
+            self._session = self.sandbox.open(work, mounts=[Mount(scripts)], limits=limits)
         return self._session, self._dir
 
     def run(self, jobs: list[ProgramJob]) -> dict[str, ProgramRun]:
@@ -126,24 +136,29 @@ class Executor:
         return values
 
     def _call(self, jobs: list[ProgramJob]) -> dict[str, ProgramRun]:
-        session, workdir = self._open()
+        session, root = self._open()
+        workdir = root / "work"
         name = uuid.uuid4().hex
         job_file, out_file = workdir / f"job-{name}.json", workdir / f"out-{name}.json"
         n_tests = sum(len(j.tests) for j in jobs)
-        job_file.write_text(json.dumps({
+        atomic_write_text(job_file, json.dumps({
             "programs": [{"id": j.id, "program": j.program, "entry_point": j.entry_point, "capture": j.capture,
                           "hash_seed": j.hash_seed, "tests": [t.wire() for t in j.tests]} for j in jobs],
             "timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "output_bytes": self.output_bytes,
             "workers": self.workers,
         }))
         budget = 30 + n_tests * (self.timeout_s + 6) / self.workers
-        result = session.run([sys.executable, "-E", "-s", str(workdir / "runner.py"), str(job_file), str(out_file)],
-                             timeout=budget)
+        runner = root / "scripts" / "runner.py"
+        result = session.run([sys.executable, "-E", "-s", str(runner), str(job_file), str(out_file)], timeout=budget)
         job_file.unlink(missing_ok=True)
-        if not result.ok or not out_file.is_file():
+        try:
+            raw = json.loads(read_bytes(out_file)) if result.ok else None
+        except (ContractError, ValueError) as e:
+            raise ExecutionError(f"the code test runner wrote no readable result for a batch of {len(jobs)} "
+                                 f"programs: {e}") from e
+        if raw is None:
             raise ExecutionError(f"the code test runner failed on a batch of {len(jobs)} programs "
                                  f"({n_tests} tests) in the {self.sandbox.name} sandbox: {result.describe_failure()}")
-        raw = json.loads(out_file.read_text())
         out_file.unlink()
         return {j.id: ProgramRun(id=j.id, outcomes=[TestOutcome.model_validate(o) for o in raw[j.id]]) for j in jobs}
 

@@ -10,8 +10,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from meta_agent.config import EvolveConfig
+from meta_agent.errors import BudgetExhausted
 from meta_agent.evolve import prepare, run
-from meta_agent.loop import BudgetExhausted
 
 
 class RichReporter:

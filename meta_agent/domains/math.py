@@ -26,7 +26,16 @@ LEVELS: list[tuple[int, str, dict[str, Any], float]] = [
                              "operators": ["+", "-", "*"]}, 0.25),
     (4, "gsm_symbolic", {}, 0.1),
 ]
-SPLIT_SEEDS: dict[Split, int] = {"train": 1_000, "selection": 2_000, "test": 3_000}
+SPLITS: tuple[Split, ...] = ("train", "selection", "test")
+TRAIN_SEED = 1_000
+"""The train split is public (it is written into the sandbox); the sealed splits' seeds are secret."""
+
+
+def split_seed(split: Split) -> int:
+    """The generator seed of a split: public for train, the install's secret for selection and test."""
+    from meta_agent.sealed import sealed_seed
+
+    return TRAIN_SEED if split == "train" else sealed_seed("math", split)
 EVAL_SYSTEM = "You are a careful calculator. Solve the problem and finish with a line 'Answer: <number>'."
 _ANSWER_LINE = re.compile(r"answer\s*[:=]\s*\$?(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -75,13 +84,14 @@ def _wrong_answer(answer: str) -> str:
         return answer + "1"
 
 
-def _generate(level: int, dataset: str, overrides: dict[str, Any], size: int, seed: int) -> list[Task]:
+def _generate(level: int, dataset: str, overrides: dict[str, Any], size: int, seed: int, split: Split
+              ) -> list[Task]:
     import reasoning_gym
 
     ds = reasoning_gym.create_dataset(dataset, size=size, seed=seed, **overrides)
     return [
         Task(
-            id=f"{dataset}-L{level}-s{seed}-{i}",
+            id=f"{dataset}-L{level}-{split}-{i}",  # never the seed: a sealed task's id must not reveal it
             prompt=entry["question"],
             answer=str(entry["answer"]),
             difficulty=level,
@@ -105,7 +115,7 @@ class MathDomain:
     def tasks(self, split: Split) -> list[Task]:
         if split not in self._cache:
             earlier: set[str] = set()
-            for prior in SPLIT_SEEDS:
+            for prior in SPLITS:
                 if prior == split:
                     break
                 earlier |= {t.prompt for t in self.tasks(prior)}
@@ -118,7 +128,7 @@ class MathDomain:
         for level, dataset, overrides, share in LEVELS:
             want = max(1, round(total * share)) if level < len(LEVELS) else total - len(out)
             # Over-generate so that dropping duplicates of earlier splits still fills the quota.
-            pool = _generate(level, dataset, overrides, want * 3 + 10, SPLIT_SEEDS[split] + level)
+            pool = _generate(level, dataset, overrides, want * 3 + 10, split_seed(split) + level, split)
             seen: set[str] = set()
             picked = []
             for t in pool:

@@ -36,6 +36,7 @@ def deps_dir(deps: list[str]) -> Path | None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{key}-"))
+    tmp.chmod(0o755)  # mounted read-only into sandboxes, which run as an unprivileged uid
     try:
         cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(tmp), *deps]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)

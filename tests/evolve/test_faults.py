@@ -16,6 +16,12 @@ EXPECTED = {
     "fault-loop": ("train", "timed out"),
     "fault-oom": ("train", "out of memory"),
     "fault-invalid-replay": ("replay", "invalid output"),
+    # the trust boundary: what a hostile candidate leaves behind fails that candidate, never the run
+    "fault-dot-git": ("static", "protected paths"),
+    "fault-top-level": ("static", "adds top-level"),
+    "fault-gitattributes": ("implement", "git attributes"),
+    "fault-output-link": ("train", "symbolic link"),
+    "fault-foreign-base": ("train", "base model"),
 }
 
 

@@ -10,9 +10,9 @@ import pytest
 from meta_agent.agents.base import Hypothesis
 from meta_agent.agents.llm_proposer import LLMProposer, LLMStop
 from meta_agent.config import BudgetSettings, ConfigFileError, LLMSettings
+from meta_agent.errors import BudgetExhausted
 from meta_agent.llm import Ledger, LLMBudget
 from meta_agent.llm.transcript import read_events
-from meta_agent.loop import BudgetExhausted
 from sandboxes import Sandbox
 from tests.llm.conftest import MathBench, make_proposer, skill_set
 from tests.llm.replay_server import Fault, ReplayServer

@@ -33,3 +33,15 @@ def test_doctor_prints_the_exact_command_that_starts_a_docker_engine(monkeypatch
     assert "export DOCKER_HOST=unix://" in result.output
     assert "meta-agent sandbox build-image" in result.output
     assert "auto  -> bwrap (docker is not usable" in result.output
+
+
+def test_doctor_says_which_uid_sandboxed_code_runs_as_and_refuses_root(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    result = CliRunner().invoke(app, ["sandbox", "doctor"])
+    assert "sandboxed code runs as uid" in result.output
+    if os.geteuid() == 0:
+        assert "uid 0," not in result.output
+        monkeypatch.setenv("META_AGENT_SANDBOX_UID", "0")
+        refused = CliRunner().invoke(app, ["sandbox", "doctor"])
+        assert "REFUSED" in refused.output and "host root" in refused.output

@@ -1,0 +1,12 @@
+"""Error types shared across meta-agent's modules (no imports from the rest of the package)."""
+
+from __future__ import annotations
+
+
+class ContractError(ValueError):
+    """A file written by sandboxed code does not match the contract (or is not plain data)."""
+
+
+class BudgetExhausted(RuntimeError):
+    """A hard budget ran out (or the LLM provider stopped answering); the run stopped between steps and
+    can be resumed. Never a candidate's failure: it stops the run cleanly."""
