@@ -40,9 +40,10 @@ lint: setup
 test: setup lint
 	$(BIN)/pytest -q
 
-# The inner loop: everything but the tests marked slow (training runs, whole evolve loops).
+# The inner loop: everything but the tests marked slow (training runs, whole evolve loops) and the
+# docker ones (an engine, and an image built once); `make test` runs them all.
 test-fast: setup
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow and not docker"
 
 bench: setup
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

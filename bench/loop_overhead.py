@@ -22,6 +22,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from meta_agent.journal import GenerationDone  # noqa: E402
 from meta_agent.lineage import EventLog  # noqa: E402
 
 
@@ -41,9 +42,9 @@ def main() -> None:
         env = {**os.environ, "META_AGENT_DATA": str(Path(tmp) / "data")}
         subprocess.run([sys.executable, "-m", "meta_agent", "evolve", "--config", str(Path(tmp) / "cfg.yaml")],
                        check=True, env=env, stdout=subprocess.DEVNULL)
-        gen = EventLog(run).done("g0/done")
+        gen = EventLog(run).done("g0/done", GenerationDone)
     assert gen is not None, "the generation did not finish"
-    t = gen["time"]
+    t = gen.time
     overhead = t["wall"] - t["train"] - t["eval"] - t["proposer"]
     print(f"generation wall {t['wall']:.1f} s: training {t['train']:.1f} s, evaluation {t['eval']:.1f} s, "
           f"proposer {t['proposer']:.1f} s, other {overhead:.1f} s")

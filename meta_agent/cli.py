@@ -13,6 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from meta_agent.commands import llm, sandbox, skills, tasks
+from meta_agent.domains import DOMAINS
+from meta_agent.proposers import PROPOSERS
+from sandboxes import BACKENDS
 
 app = typer.Typer(
     help=(
@@ -31,8 +34,9 @@ app.add_typer(skills.app, name="skills")
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
-DomainOpt = Annotated[str, typer.Option("--domain", "-d", help="math | code | swe")]
-OptDomainOpt = Annotated[str | None, typer.Option("--domain", "-d", help="math | code | swe (default math)")]
+DomainOpt = Annotated[str, typer.Option("--domain", "-d", help=DOMAINS.describe())]
+OptDomainOpt = Annotated[str | None, typer.Option("--domain", "-d", help=f"{DOMAINS.describe()}; default math")]
+SandboxOpt = Annotated[str | None, typer.Option("--sandbox", help=f"auto | {BACKENDS.describe()}")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
 
 
@@ -70,9 +74,10 @@ def init(
     dir: Annotated[Path, typer.Option("--dir", help="new directory for the harness git repo")] = Path("harness"),
 ) -> None:
     """Create a harness git repository for a domain from the shipped template."""
+    from meta_agent.domains import domain_entry
     from meta_agent.gitops import init_harness
 
-    repo = init_harness(dir.resolve(), domain)
+    repo = init_harness(dir.resolve(), domain_entry(domain).harness_domain)
     console.print(f"created {domain} harness at [bold]{repo.working_dir}[/] ({repo.head.commit.hexsha[:12]})")
     console.print("edit harness.yaml or the code, commit, then: "
                   f"[bold]meta-agent rollout --domain {domain} --harness {dir}[/]")
@@ -87,7 +92,7 @@ def rollout(
     steps: Annotated[int | None, typer.Option(help="GRPO steps (default 4)")] = None,
     seed: Annotated[int | None, typer.Option(help="training seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-rollout-<domain>)")] = None,
-    sandbox_name: Annotated[str | None, typer.Option("--sandbox", help="auto | docker | bwrap | process")] = None,
+    sandbox_name: SandboxOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Train the policy N GRPO steps under a harness (sandboxed) and write a rollout report."""
@@ -153,8 +158,9 @@ def evolve(
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
     generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
-    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation (math/code 4, swe 2)")] = None,
-    proposer: Annotated[str | None, typer.Option(help="skills (offline, default) | llm")] = None,
+    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation (default: the domain's; "
+                                                             "math/code 4, swe 2)")] = None,
+    proposer: Annotated[str | None, typer.Option(help=f"{PROPOSERS.describe()}; default skills (offline)")] = None,
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
     coder_model: Annotated[str | None, typer.Option(help="model for the coder agents (default: --model)")] = None,
@@ -162,7 +168,7 @@ def evolve(
     llm_tokens: Annotated[int | None, typer.Option(help="hard LLM token budget for the run")] = None,
     llm_dollars: Annotated[float | None, typer.Option(help="hard LLM dollar budget for the run")] = None,
     skills: Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")] = None,
-    sandbox_name: Annotated[str | None, typer.Option("--sandbox", help="auto | docker | bwrap | process")] = None,
+    sandbox_name: SandboxOpt = None,
     control: Annotated[str | None, typer.Option(help="static (default): compare with the unchanged harness")] = None,
     budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
     seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
@@ -269,7 +275,7 @@ def history(
 @user_errors
 def report(run_dir: Annotated[Path, typer.Argument(help="a run directory (or one training dir in it)")]) -> None:
     """Re-render the rollout report(s) of a run from its files."""
-    from meta_agent.report.rerender import rerender
+    from meta_agent.commands.rerender import rerender
 
     for path in rerender(run_dir.resolve()):
         console.print(f"wrote {path}")

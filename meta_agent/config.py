@@ -7,52 +7,80 @@ any field, and options given on the command line win.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from meta_agent.backtest.gate import GateSettings
-from meta_agent.domains.code import CodeSettings
-from meta_agent.domains.math import MathSettings
-from meta_agent.domains.swe import SweSettings
-from sandboxes import Limits
-
-DomainName = Literal["math", "code", "swe"]
+from meta_agent.domains import BUILTIN, DOMAINS, domain_entry
+from meta_agent.errors import UserError
+from meta_agent.proposers import PROPOSERS
+from sandboxes import BACKENDS, Limits
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(UserError, ValueError):
     """A --config file is unreadable or has an invalid field."""
 
 
 class SandboxSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    backend: Literal["auto", "docker", "bwrap", "process"] = Field(
-        "auto", description="auto = docker if an engine answers, else bwrap; process = no isolation (explicit only)"
-    )
+    backend: str = Field(
+        "auto", description="auto = docker if an engine answers, else bwrap; process = no isolation (explicit only); "
+                            "or a plugin backend as module:Class")
     memory_mb: int = Field(12_000, ge=256, description="memory cap for everything one harness command starts")
     cpus: float = Field(2.0, gt=0, description="CPU quota in cores")
     pids: int = Field(1024, ge=16, description="process/thread cap (stops fork bombs)")
     train_timeout_s: float = Field(4 * 3600, gt=0, description="wall-time limit of one `harness train`")
     step_timeout_s: float = Field(900, gt=0, description="wall-time limit of replay/diagnose/selftest")
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, name: str) -> str:
+        if name != "auto" and not BACKENDS.valid(name):
+            raise ValueError(f"unknown sandbox backend {name!r}; available: auto | {BACKENDS.describe()}")
+        return name
+
     def limits(self) -> Limits:
         return Limits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, timeout_s=self.step_timeout_s)
 
 
-class RunConfig(BaseModel):
+# One settings section per registered domain (`math:`, `code:`, `swe:` in a --config file), made from
+# the domain registry so that a new domain is one entry there.
+if TYPE_CHECKING:
+    _DomainSections = BaseModel
+else:
+    _DomainSections = create_model(
+        "_DomainSections", __config__=ConfigDict(extra="forbid"),
+        **{name: (e.settings_model, Field(default_factory=e.settings_model, description=f"{name} domain settings"))
+           for name, e in BUILTIN.items()})
+
+
+class RunConfig(_DomainSections):
     """Settings every command that trains under a harness shares."""
 
     model_config = ConfigDict(extra="forbid")
-    domain: DomainName = "math"
+    domain: str = Field("math", description=f"task domain: {DOMAINS.describe()}")
     harness: Path | None = Field(None, description="harness git repo; default: a fresh one inside the run dir")
     policy: str | None = Field(None, description="smollm2 (default), tiny, or a local model/checkpoint dir")
     seed: int = 0
     run_dir: Path | None = Field(None, description="default: runs/<timestamp>-<command>-<domain>")
     sandbox: SandboxSettings = SandboxSettings()
-    math: MathSettings = MathSettings()
-    code: CodeSettings = CodeSettings()
-    swe: SweSettings = SweSettings()
+    plugin: dict[str, Any] = Field(default_factory=dict,
+                                   description="settings of a plugin domain (--domain module:Class)")
+
+    @field_validator("domain")
+    @classmethod
+    def _known_domain(cls, name: str) -> str:
+        if not DOMAINS.valid(name):
+            raise ValueError(f"unknown domain {name!r}; available: {DOMAINS.describe()}")
+        return name
+
+    def domain_settings(self) -> BaseModel:
+        """This config's settings for its domain (a plugin's from `plugin:`, checked by its model)."""
+        if self.domain in BUILTIN:
+            return getattr(self, self.domain)
+        return domain_entry(self.domain).settings_model.model_validate(self.plugin)
 
 
 class RolloutConfig(RunConfig):
@@ -80,18 +108,15 @@ class LLMSettings(BaseModel):
     timeout_s: float = Field(120, gt=0, description="per-call timeout")
 
 
-DEFAULT_TRAIN_STEPS = {"math": 4, "code": 4, "swe": 2}
-"""Multi-turn SWE steps cost ~10x a math step on a 2-core CPU; these keep a default run within minutes."""
-
-
 class EvolveConfig(RunConfig):
     """`meta-agent evolve`: evolve a harness while the policy trains (see docs/evolve.md)."""
 
     generations: int = Field(2, ge=1, description="train -> diagnose -> backtest -> merge cycles")
     candidates: int = Field(2, ge=1, description="hypotheses implemented and backtested per generation")
     train_steps: int | None = Field(
-        None, ge=1, description="GRPO steps per generation and per candidate backtest (default: math/code 4, swe 2)")
-    proposer: Literal["skills", "llm"] = "skills"
+        None, ge=1, description="GRPO steps per generation and per candidate backtest (default: the domain's, "
+                                "math/code 4, swe 2)")
+    proposer: str = Field("skills", description=f"who proposes and implements candidates: {PROPOSERS.describe()}")
     llm: LLMSettings = LLMSettings()
     skills: list[Path] = Field(default_factory=list, description="extra skills libraries, searched after the user's")
     control: Literal["static", "none"] = Field(
@@ -103,10 +128,17 @@ class EvolveConfig(RunConfig):
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()
 
+    @field_validator("proposer")
+    @classmethod
+    def _known_proposer(cls, name: str) -> str:
+        if not PROPOSERS.valid(name):
+            raise ValueError(f"unknown proposer {name!r}; available: {PROPOSERS.describe()}")
+        return name
+
     @property
     def steps(self) -> int:
         """GRPO steps per training run: `train_steps`, else the domain's default."""
-        return self.train_steps or DEFAULT_TRAIN_STEPS[self.domain]
+        return self.train_steps or domain_entry(self.domain).default_train_steps
 
 
 def load_config_file(path: Path | None) -> dict[str, Any]:

@@ -10,3 +10,10 @@ class ContractError(ValueError):
 class BudgetExhausted(RuntimeError):
     """A hard budget ran out (or the LLM provider stopped answering); the run stopped between steps and
     can be resumed. Never a candidate's failure: it stops the run cleanly."""
+
+
+class UserError(Exception):
+    """Bad input or a state the user can fix (a missing file, a run that cannot be resumed here).
+
+    The CLI prints it as one line with no traceback; any other exception is a bug and shows one.
+    """

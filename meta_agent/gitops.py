@@ -11,14 +11,14 @@ from pathlib import Path
 
 import git
 
+from meta_agent.errors import UserError
 from meta_agent.paths import harness_template
 
 AUTHOR = git.Actor("meta-agent", "meta-agent@localhost")
-DOMAIN_NAMES = ("math", "code", "swe")
 HARNESS_GITIGNORE = "__pycache__/\n*.pyc\n.pytest_cache/\n"
 
 
-class GitOpsError(RuntimeError):
+class GitOpsError(UserError, RuntimeError):
     """The harness repository is missing, not a git repo, or in a state meta-agent will not touch."""
 
 
@@ -43,9 +43,14 @@ def harden(repo: git.Repo) -> git.Repo:
     return repo
 
 
-def _belongs_to_other_domain(rel: Path, domain: str) -> bool:
+def template_domains(template: Path) -> list[str]:
+    """The harness-side domain modules the template ships (one `configs/<name>.yaml` each)."""
+    return sorted(p.stem for p in (template / "configs").glob("*.yaml"))
+
+
+def _belongs_to_other_domain(rel: Path, domain: str, domains: list[str]) -> bool:
     """Template files are shared unless they sit in harness/<d>/ or are tests/test_<d>*.py of another domain."""
-    others = [d for d in DOMAIN_NAMES if d != domain]
+    others = [d for d in domains if d != domain]
     parts = rel.parts
     if len(parts) >= 2 and parts[0] == "harness" and parts[1] in others:
         return True
@@ -55,19 +60,21 @@ def _belongs_to_other_domain(rel: Path, domain: str) -> bool:
 
 
 def init_harness(dest: Path, domain: str) -> git.Repo:
-    """Create a harness repo for `domain` from the shipped template, first commit by meta-agent."""
-    if domain not in DOMAIN_NAMES:
-        raise GitOpsError(f"unknown domain {domain!r}; available: {', '.join(DOMAIN_NAMES)}")
+    """Create a harness repo for `domain` (a harness-side domain module of the template) from the shipped
+    template, first commit by meta-agent."""
+    template = harness_template()
+    domains = template_domains(template)
+    if domain not in domains:
+        raise GitOpsError(f"the harness template has no domain {domain!r}; available: {', '.join(domains)}")
     if dest.exists() and any(dest.iterdir()):
         raise GitOpsError(f"{dest} exists and is not empty; pick a new directory for the harness repo")
-    template = harness_template()
     config = template / "configs" / f"{domain}.yaml"
     if not config.is_file():
         raise GitOpsError(f"the harness template has no configuration for domain {domain!r} ({config})")
     dest.mkdir(parents=True, exist_ok=True)
     for src in sorted(template.rglob("*")):
         rel = src.relative_to(template)
-        if src.is_dir() or "__pycache__" in rel.parts or _belongs_to_other_domain(rel, domain):
+        if src.is_dir() or "__pycache__" in rel.parts or _belongs_to_other_domain(rel, domain, domains):
             continue
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +110,14 @@ def open_harness(path: Path) -> git.Repo:
     if not (path / "harness.yaml").is_file() or not (path / "harness" / "__main__.py").is_file():
         raise GitOpsError(f"{path} is a git repo but not a harness (no harness.yaml or harness/__main__.py)")
     return repo
+
+
+def run_harness(run_dir: Path, given: Path | None, harness_domain: str) -> git.Repo:
+    """The harness a command trains under: `given`, else the run's own (created on first use)."""
+    if given is not None:
+        return open_harness(given.resolve())
+    path = run_dir / "harness"
+    return open_harness(path) if (path / ".git").exists() else init_harness(path, harness_domain)
 
 
 def export_tree(repo: git.Repo, commit: str, dest: Path) -> Path:

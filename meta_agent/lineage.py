@@ -13,65 +13,116 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import git
+from pydantic import ValidationError
 
 from meta_agent.gitops import is_merged
+from meta_agent.journal import (
+    EVENT_TYPES,
+    CandidateCreated,
+    Event,
+    GenerationDone,
+    Merged,
+    RunDone,
+    RunStarted,
+    StageDone,
+    VerdictRecorded,
+)
 
 EVENTS = "events.jsonl"
 INDEX = "lineage.sqlite"
 
 
+E = TypeVar("E", bound=Event)
+
+
+class JournalError(RuntimeError):
+    """The journal holds something this version cannot read (another version's run, a hand edit)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One journal line: the event and where it sits."""
+
+    seq: int
+    time: str
+    key: str | None
+    event: Event
+
+
 class EventLog:
-    """Append-only JSONL; a torn last line (killed mid-write) is ignored and overwritten."""
+    """Append-only JSONL of typed events; a torn last line (killed mid-write) is ignored and overwritten."""
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / EVENTS
-        self.events: list[dict[str, Any]] = []
-        self._by_key: dict[str, dict[str, Any]] = {}
+        self.records: list[Record] = []
+        self._by_key: dict[str, Record] = {}
         if self.path.exists():
             self._load()
 
     def _load(self) -> None:
         good = 0
         with self.path.open("rb") as f:
-            for raw in f:
+            for lineno, raw in enumerate(f, start=1):
                 try:
-                    event = json.loads(raw)
+                    line = json.loads(raw)
                 except json.JSONDecodeError:
                     break  # a line cut by a kill: everything before it is intact
                 good += len(raw)
-                self._remember(event)
+                self._remember(self._parse(line, lineno))
         if good != self.path.stat().st_size:
             with self.path.open("r+b") as f:
                 f.truncate(good)
 
-    def _remember(self, event: dict[str, Any]) -> None:
-        self.events.append(event)
-        if event.get("key"):
-            self._by_key[event["key"]] = event
+    def _parse(self, line: dict[str, Any], lineno: int) -> Record:
+        model = EVENT_TYPES.get(line.get("type", ""))
+        if model is None:
+            raise JournalError(f"{self.path}:{lineno}: unknown event type {line.get('type')!r} "
+                               f"(known: {', '.join(sorted(EVENT_TYPES))}); was the run made by another version?")
+        try:
+            event = model.model_validate(line["data"])
+        except (ValidationError, KeyError) as e:
+            raise JournalError(f"{self.path}:{lineno}: invalid {model.TYPE} event: {e}") from e
+        return Record(seq=int(line["seq"]), time=str(line["time"]), key=line.get("key"), event=event)
 
-    def append(self, type_: str, data: dict[str, Any], key: str | None = None) -> dict[str, Any]:
-        event = {"seq": len(self.events), "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "type": type_,
-                 "key": key, "data": data}
-        line = json.dumps(event, sort_keys=True, default=str) + "\n"
+    def _remember(self, record: Record) -> None:
+        self.records.append(record)
+        if record.key:
+            self._by_key[record.key] = record
+
+    def append(self, event: Event, key: str | None = None) -> Event:
+        record = Record(seq=len(self.records), time=time.strftime("%Y-%m-%dT%H:%M:%S"), key=key, event=event)
+        line = json.dumps({"seq": record.seq, "time": record.time, "type": event.TYPE, "key": key,
+                           "data": event.model_dump(mode="json")}, sort_keys=True) + "\n"
         with self.path.open("a", encoding="utf-8") as f:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())
-        self._remember(event)
+        self._remember(record)
         return event
 
-    def done(self, key: str) -> dict[str, Any] | None:
-        """The data recorded when step `key` finished, or None if it has not finished."""
-        event = self._by_key.get(key)
-        return event["data"] if event else None
+    def done(self, key: str, model: type[E]) -> E | None:
+        """The event recorded when step `key` finished, or None if it has not finished."""
+        record = self._by_key.get(key)
+        if record is None:
+            return None
+        if not isinstance(record.event, model):
+            raise JournalError(f"{self.path}: step {key} recorded a {record.event.TYPE} event, expected {model.TYPE}")
+        return record.event
 
-    def of_type(self, type_: str) -> Iterator[dict[str, Any]]:
-        return (e for e in self.events if e["type"] == type_)
+    def finished(self, key: str) -> bool:
+        return key in self._by_key
+
+    def of_type(self, model: type[E]) -> list[E]:
+        return [r.event for r in self.records if isinstance(r.event, model)]
+
+    def keyed(self, prefix: str) -> list[Record]:
+        """Records whose key starts with `prefix` (e.g. `g1/`), in order."""
+        return [r for r in self.records if r.key and r.key.startswith(prefix)]
 
 
 SCHEMA = """
@@ -96,40 +147,37 @@ def rebuild_index(run_dir: Path) -> Path:
     tmp.unlink(missing_ok=True)
     db = sqlite3.connect(tmp)
     db.executescript(SCHEMA)
-    for e in log.events:
-        _apply(db, e["type"], e["data"])
+    for record in log.records:
+        _apply(db, record.event)
     db.commit()
     db.close()
     os.replace(tmp, path)
     return path
 
 
-def _apply(db: sqlite3.Connection, type_: str, d: dict[str, Any]) -> None:
-    if type_ == "run_started":
+def _apply(db: sqlite3.Connection, e: Event) -> None:
+    if isinstance(e, RunStarted):
         db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
-                   (d["run_id"], d["domain"], d["harness"], d["started"], "running", d["root_policy"],
-                    d["initial_main"], None))
-    elif type_ == "generation_done":
+                   (e.run_id, e.domain, e.harness, e.started, "running", e.root_policy, e.initial_main, None))
+    elif isinstance(e, GenerationDone):
         db.execute("INSERT OR REPLACE INTO generations VALUES (?,?,?,?,?,?,?,?,?)",
-                   (d["run_id"], d["gen"], d["main_before"], d["main_after"], d["policy"], d["control_score"],
-                    d["control_low"], d["control_high"], ",".join(d["dominant"])))
-    elif type_ == "candidate_created":
+                   (e.run_id, e.gen, e.main_before, e.main_after, e.policy, e.control_score, e.control_low,
+                    e.control_high, ",".join(e.dominant)))
+    elif isinstance(e, CandidateCreated):
         db.execute("INSERT OR REPLACE INTO candidates (cand_id, run_id, gen, k, branch, commit_sha, title, kind, "
                    "skills) VALUES (?,?,?,?,?,?,?,?,?)",
-                   (d["cand_id"], d["run_id"], d["gen"], d["k"], d["branch"], d["commit"], d["title"], d["kind"],
-                    ",".join(d["skills"])))
-    elif type_ == "stage_done":
+                   (e.cand_id, e.run_id, e.gen, e.k, e.branch, e.commit, e.title, e.kind, ",".join(e.skills)))
+    elif isinstance(e, StageDone):
         db.execute("INSERT OR REPLACE INTO stages VALUES (?,?,?,?,?,?)",
-                   (d["cand_id"], d["stage"], int(d["passed"]), d["reason"], d["seconds"],
-                    json.dumps(d.get("metrics", {}), sort_keys=True)))
-    elif type_ == "verdict":
-        ci = d.get("ci") or [None, None]
+                   (e.cand_id, e.stage, int(e.passed), e.reason, e.seconds, json.dumps(e.metrics, sort_keys=True)))
+    elif isinstance(e, VerdictRecorded):
+        ci: list[float | None] = list(e.ci) if e.ci else [None, None]
         db.execute("UPDATE candidates SET verdict=?, stage=?, reason=?, delta=?, ci_low=?, ci_high=? WHERE cand_id=?",
-                   (d["verdict"], d["stage"], d["reason"], d.get("delta"), ci[0], ci[1], d["cand_id"]))
-    elif type_ == "merged":
-        db.execute("UPDATE candidates SET merge_commit=? WHERE cand_id=?", (d["merge_commit"], d["cand_id"]))
-    elif type_ == "run_done":
-        db.execute("UPDATE runs SET status=?, final_main=? WHERE run_id=?", ("done", d["final_main"], d["run_id"]))
+                   (e.verdict, e.stage, e.reason, e.delta, ci[0], ci[1], e.cand_id))
+    elif isinstance(e, Merged):
+        db.execute("UPDATE candidates SET merge_commit=? WHERE cand_id=?", (e.merge_commit, e.cand_id))
+    elif isinstance(e, RunDone):
+        db.execute("UPDATE runs SET status=?, final_main=? WHERE run_id=?", ("done", e.final_main, e.run_id))
 
 
 def query(run_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
@@ -148,6 +196,8 @@ def check_against_git(run_dir: Path, repo: git.Repo) -> list[str]:
     """Disagreements between the index and the harness repo (empty = consistent)."""
     problems = []
     for row in query(run_dir, "SELECT * FROM candidates"):
+        if not row["branch"]:
+            continue  # failed before it had a branch: nothing in git to compare
         try:
             head = repo.commit(row["branch"]).hexsha
         except (git.BadName, ValueError):

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from meta_agent.config import RolloutConfig
-from meta_agent.domains import domain_for
-from meta_agent.gitops import init_harness, open_harness
+from meta_agent.domains import domain_entry, domain_for
+from meta_agent.gitops import run_harness
 from meta_agent.policy import resolve_policy
 from meta_agent.report.render import write_report
 from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
@@ -31,11 +31,7 @@ def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]
     if (run_dir / "train" / "report.json").exists():
         raise FileExistsError(f"{run_dir} already holds a finished rollout; pass a new --run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.harness is None:
-        harness_dir = run_dir / "harness"
-        repo = open_harness(harness_dir) if (harness_dir / ".git").exists() else init_harness(harness_dir, cfg.domain)
-    else:
-        repo = open_harness(cfg.harness.resolve())
+    repo = run_harness(run_dir, cfg.harness, domain_entry(cfg.domain).harness_domain)
     commit = repo.head.commit.hexsha
     console.print(f"[bold]harness[/] {repo.working_dir} @ {commit[:12]}")
     with console.status("preparing the policy (first use converts SmolLM2 once, ~20 s)"):

@@ -23,7 +23,9 @@ class RunInfo(BaseModel):
 
 
 def default_run_dir(command: str, domain: str, root: Path = Path("runs")) -> Path:
-    return root / f"{time.strftime('%Y%m%d-%H%M%S')}-{command}-{domain}"
+    """runs/<time>-<command>-<domain> (a plugin's `module:Class` becomes its class name)."""
+    label = domain.rpartition(":")[2] if ":" in domain else domain
+    return root / f"{time.strftime('%Y%m%d-%H%M%S')}-{command}-{label}"
 
 
 def write_run_info(run_dir: Path, info: RunInfo) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import sys
 
-from meta_agent.registry import Registry
 from sandboxes.base import (
     Limits,
     Mount,
@@ -20,6 +19,7 @@ from sandboxes.base import (
     clean_env,
     host_python_mounts,
 )
+from sandboxes.registry import Registry
 
 BACKENDS: Registry[Sandbox] = Registry(
     "sandbox backend",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -57,3 +58,10 @@ def chdir_tmp(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path
     finally:
         os.chdir(old)
+
+
+def journal(run: Path, event: type[Any]) -> list[dict[str, Any]]:
+    """The run's journal events of one type, as the dicts a test asserts on."""
+    from meta_agent.lineage import EventLog
+
+    return [e.model_dump(mode="json") for e in EventLog(run).of_type(event)]

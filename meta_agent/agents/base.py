@@ -74,6 +74,9 @@ class Workspace:
 
 
 class Proposer(Protocol):
+    """Turns a rollout report into hypotheses and implements them. A class registered in `PROPOSERS`
+    (or named as `module:Class`) is built with `Class.from_config(cfg, skills, run_dir)`."""
+
     name: str
 
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:

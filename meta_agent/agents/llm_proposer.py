@@ -16,7 +16,7 @@ from meta_agent.agents.base import Hypothesis, Implementation, Outcome, Proposal
 from meta_agent.agents.coder import Coder
 from meta_agent.agents.diagnostician import Diagnostician
 from meta_agent.agents.skill_writer import SkillWriter
-from meta_agent.config import BudgetSettings, ConfigFileError, LLMSettings
+from meta_agent.config import BudgetSettings, ConfigFileError, EvolveConfig, LLMSettings
 from meta_agent.errors import BudgetExhausted
 from meta_agent.llm import (
     BudgetExceeded,
@@ -46,6 +46,10 @@ class LLMProposer:
     """Implements the Proposer protocol with LLM agents; `budget_reason` plugs into the loop's Budget checks."""
 
     name = "llm"
+
+    @classmethod
+    def from_config(cls, cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> LLMProposer:
+        return cls(skills=skills, settings=cfg.llm, run_dir=run_dir, budget=cfg.budget)
 
     def __init__(self, skills: SkillSet, settings: LLMSettings, run_dir: Path, budget: BudgetSettings,
                  retry: RetryPolicy | None = None) -> None:

@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 from meta_agent.agents.base import Hypothesis, Implementation, Outcome, PredictedEffect, ProposalContext, Workspace
+from meta_agent.config import EvolveConfig
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.retrieve import Ranked, rank
 from meta_agent.skills.runner import run_apply
@@ -43,6 +44,10 @@ class SkillsProposer:
     def __init__(self, skills: SkillSet, seed: int = 0) -> None:
         self.skills = skills
         self.seed = seed
+
+    @classmethod
+    def from_config(cls, cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> SkillsProposer:
+        return cls(skills=skills, seed=cfg.seed)
 
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
         tried = {s for h in ctx.history if h.get("verdict") in ("promoted", "rejected") for s in h.get("skills", [])}

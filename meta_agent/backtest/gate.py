@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from meta_agent.backtest.models import StageResult, Verdict
+from meta_agent.verdicts import StageResult, Verdict
 
 
 class GateSettings(BaseModel):

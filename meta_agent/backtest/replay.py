@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from meta_agent.backtest.models import StageResult
 from meta_agent.contract import ReplayRecord, RolloutRecord
 from meta_agent.harness_runner import HarnessError, HarnessRunner
+from meta_agent.verdicts import StageResult
 from sandboxes import Limits, Sandbox
 
 EPS = 1e-9

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import git
 
-from meta_agent.backtest.models import StageResult
 from meta_agent.gitops import boundary_violations, changed_paths, export_tree, touched_protected
 from meta_agent.harness_runner import HarnessError, HarnessRunner
+from meta_agent.verdicts import StageResult
 from sandboxes import Limits, Sandbox
 
 

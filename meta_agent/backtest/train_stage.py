@@ -9,11 +9,11 @@ from pathlib import Path
 
 import git
 
-from meta_agent.backtest.models import StageResult
-from meta_agent.backtest.stats import paired_bootstrap_ci
 from meta_agent.domains import Domain, EvalResult
 from meta_agent.harness_runner import HarnessError
+from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, train_commit
+from meta_agent.verdicts import StageResult
 
 
 @dataclass

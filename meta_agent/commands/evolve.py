@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from meta_agent.config import EvolveConfig
 from meta_agent.errors import BudgetExhausted
 from meta_agent.evolve import prepare, run
+from meta_agent.report.summary import RunSummary, render_markdown
 
 
 class RichReporter:
@@ -51,26 +51,8 @@ def run_evolve(cfg: EvolveConfig, console: Console, resume: bool = False) -> Pat
     return ctx.run_dir
 
 
-def print_summary(console: Console, summary: dict[str, Any], run_dir: Path) -> None:
-    gens = Table("gen", "main's policy on selection", "dominant failure modes", title="Generations")
-    for g in summary["generations"]:
-        gens.add_row(str(g["gen"]), f"{g['control_score']:.3f} [{g['control_low']:.3f}, {g['control_high']:.3f}]",
-                     ", ".join(g["dominant"]))
-    console.print(gens)
-    cands = Table("candidate", "kind", "verdict", "stage", "reason", title="Candidates")
-    for c in summary["candidates"]:
-        style = "green" if c["verdict"] == "promoted" else "red"
-        cands.add_row(f"{c['cand_id']}\n{c['title']}", c["kind"], f"[{style}]{c['verdict']}[/]", c["stage"],
-                      c["reason"][:200])
-    console.print(cands)
-    final = summary.get("final") or {}
-    if "evolved" in final:
-        e = final["evolved"]
-        line = f"test split: evolved {e['mean']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
-        if "static" in final:
-            s, p = final["static"], final["paired"]
-            line += (f" vs static {s['mean']:.3f} [{s['low']:.3f}, {s['high']:.3f}]; "
-                     f"paired {p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]")
-        console.print(f"[bold]{line}[/]")
+def print_summary(console: Console, summary: RunSummary, run_dir: Path) -> None:
+    """The same markdown as summary.md, rendered for the terminal."""
+    console.print(Markdown(render_markdown(summary)))
     console.print(f"summary: {run_dir / 'summary.md'}; review the harness with `git log --notes main` "
                   f"and `meta-agent lineage {run_dir}`")

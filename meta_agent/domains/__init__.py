@@ -1,30 +1,67 @@
-"""Task domains: task sources and splits, the sealed verifier, the fixed evaluation protocol."""
+"""Task domains: task sources and splits, the sealed verifier, the fixed evaluation protocol.
 
+`DOMAINS` is the one list of domains: their implementation, settings model, default training
+steps and the harness module they train with. Nothing here imports an implementation, so the
+config and the CLI stay fast. A domain defined outside the package is named `module:Class`; its
+class carries the same facts as class attributes (`settings_model`, `default_train_steps`,
+`harness_domain`), see docs/plugins.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from meta_agent.domains.base import Domain, EvalResult, Split, TaskResult
+from meta_agent.domains.settings import CodeSettings, MathSettings, SweSettings
 from meta_agent.registry import Registry
 
-DOMAINS: Registry[Domain] = Registry(
-    "domain",
-    {
-        "math": "meta_agent.domains.math:MathDomain",
-        "code": "meta_agent.domains.code:CodeDomain",
-        "swe": "meta_agent.domains.swe:SweDomain",
-    },
-)
+
+@dataclass(frozen=True)
+class DomainEntry:
+    impl: str
+    """`module:Class` of the Domain implementation (imported only when the domain is built)."""
+    settings_model: type[BaseModel]
+    default_train_steps: int
+    """GRPO steps per generation and per candidate backtest when `--train-steps` is not given."""
+    harness_domain: str
+    """The harness template module it trains with (harness/<name>/ and configs/<name>.yaml)."""
+    cost_note: str = ""
+
+
+BUILTIN: dict[str, DomainEntry] = {
+    "math": DomainEntry("meta_agent.domains.math:MathDomain", MathSettings, 4, "math"),
+    "code": DomainEntry("meta_agent.domains.code:CodeDomain", CodeSettings, 4, "code"),
+    # Multi-turn SWE steps cost ~10x a math step on a 2-core CPU.
+    "swe": DomainEntry("meta_agent.domains.swe:SweDomain", SweSettings, 2, "swe"),
+}
+DOMAINS: Registry[Domain] = Registry("domain", {name: e.impl for name, e in BUILTIN.items()})
+
+
+def domain_entry(name: str) -> DomainEntry:
+    """What the catalog knows of `name`; for a `module:Class` plugin, read from the class itself."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    cls: Any = DOMAINS.get(name)
+    missing = [a for a in ("settings_model", "default_train_steps", "harness_domain") if not hasattr(cls, a)]
+    if missing:
+        raise KeyError(f"plugin domain {name} lacks the class attributes {missing} (see docs/plugins.md)")
+    return DomainEntry(name, cls.settings_model, int(cls.default_train_steps), str(cls.harness_domain))
 
 
 def get_domain(name: str, settings: object | None = None) -> Domain:
-    """The named domain, built with its settings model (e.g. MathSettings) when given."""
+    """The named domain (a registered name or `module:Class`), built with its settings when given."""
     cls: Any = DOMAINS.get(name)
     return cls(settings) if settings is not None else cls()
 
 
-def domain_for(cfg: object) -> Domain:
-    """The domain a command config names (`cfg.domain`), with that config's settings for it (`cfg.<domain>`)."""
-    name = str(getattr(cfg, "domain"))  # noqa: B009 (configs of several commands share this shape)
-    return get_domain(name, getattr(cfg, name, None))
+def domain_for(cfg: Any) -> Domain:
+    """The domain a command config names (`cfg.domain`), with that config's settings for it."""
+    name = str(cfg.domain)
+    return get_domain(name, cfg.domain_settings())
 
 
-__all__ = ["DOMAINS", "Domain", "EvalResult", "Split", "TaskResult", "domain_for", "get_domain"]
+__all__ = ["BUILTIN", "DOMAINS", "Domain", "DomainEntry", "EvalResult", "Split", "TaskResult", "domain_entry",
+           "domain_for", "get_domain"]

@@ -8,8 +8,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from meta_agent.backtest.stats import Interval
 from meta_agent.contract import RolloutRecord, Task
+from meta_agent.stats import Interval
 
 Split = Literal["train", "selection", "test"]
 SEALED_SPLITS: tuple[Split, ...] = ("selection", "test")

@@ -14,11 +14,9 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from meta_agent.backtest.stats import Interval, bootstrap_ci
 from meta_agent.code_tasks import sources
 from meta_agent.code_tasks.executor import Executor, ProgramJob, ProgramRun
 from meta_agent.code_tasks.extract import conversation, extract_program
@@ -28,33 +26,10 @@ from meta_agent.code_tasks.problem import CodeProblem
 from meta_agent.code_tasks.splits import assign
 from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Split, TaskResult
+from meta_agent.domains.settings import CodeSettings
+from meta_agent.stats import Interval, bootstrap_ci
 
 NO_CODE = "no code block in the completion"
-SourceName = Literal["humaneval", "codeio"]
-
-
-class CodeSettings(BaseModel):
-    sources: list[SourceName] = Field(default_factory=lambda: list[SourceName](["humaneval", "codeio"]),
-                                      description="built-in problem sources")
-    codeio_problems: int = Field(100, ge=0, description="CodeI/O problems to build (tests generated in the sandbox)")
-    import_files: list[Path] = Field(
-        default_factory=list, description="JSONL files in MBPP/APPS/CodeContests/LiveCodeBench/generic shape")
-    visible_tests: int = Field(1, ge=0, description="visible tests of an imported problem without public tests")
-    train_size: int = Field(256, ge=1, description="max training tasks written into the harness sandbox")
-    selection_size: int = Field(60, ge=1, description="max sealed tasks for backtests and promotion decisions")
-    test_size: int = Field(100, ge=1, description="max sealed tasks evaluated once at the end of a run")
-    sandbox: Literal["auto", "docker", "bwrap", "process"] = Field(
-        "auto", description="backend the sealed verifier runs programs in (process = no isolation)")
-    test_timeout_s: float = Field(5.0, gt=0, description="wall-time limit of one test")
-    memory_mb: int = Field(1024, ge=64, description="address-space limit of one test")
-    workers: int = Field(2, ge=1, description="tests run in parallel inside the sandbox")
-    eval_max_new_tokens: int = Field(384, ge=1, description="greedy tokens per evaluation answer")
-    eval_batch_size: int = Field(8, ge=1)
-    pass_k: list[int] = Field(default_factory=list, description="also report pass@k for these k (sampling)")
-    pass_k_samples: int = Field(10, ge=1, description="samples per task for pass@k (n >= every k)")
-    pass_k_temperature: float = Field(0.8, gt=0)
-
-
 class CodeEvalResult(EvalResult):
     pass_at_k: dict[str, Interval] = Field(default_factory=dict, description='"pass@5" -> mean over tasks + CI')
 
@@ -157,7 +132,7 @@ class CodeDomain:
 
     def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
                  on_progress: Callable[[int], None] | None = None) -> CodeEvalResult:
-        from meta_agent.generation import greedy_chat
+        from meta_agent.inference import greedy_chat
         from meta_agent.policy import load_for_inference
 
         started = time.monotonic()

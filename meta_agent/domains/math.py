@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from meta_agent.backtest.stats import bootstrap_ci
 from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Split, TaskResult
+from meta_agent.domains.settings import MathSettings
+from meta_agent.stats import bootstrap_ci
 
 # (level, reasoning-gym dataset, config overrides, share of each split)
 LEVELS: list[tuple[int, str, dict[str, Any], float]] = [
@@ -39,14 +38,6 @@ def split_seed(split: Split) -> int:
 EVAL_SYSTEM = "You are a careful calculator. Solve the problem and finish with a line 'Answer: <number>'."
 _ANSWER_LINE = re.compile(r"answer\s*[:=]\s*\$?(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-
-
-class MathSettings(BaseModel):
-    train_size: int = Field(256, ge=1, description="training tasks written into the harness sandbox")
-    selection_size: int = Field(60, ge=1, description="sealed tasks for backtests and promotion decisions")
-    test_size: int = Field(100, ge=1, description="sealed tasks evaluated once at the end of a run")
-    eval_max_new_tokens: int = Field(48, ge=1, description="greedy tokens per evaluation answer")
-    eval_batch_size: int = Field(16, ge=1)
 
 
 SPRAY_NUMBERS = 8
@@ -171,7 +162,7 @@ class MathDomain:
 
     def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
                  on_progress: Any = None) -> EvalResult:
-        from meta_agent.generation import greedy_chat
+        from meta_agent.inference import greedy_chat
         from meta_agent.policy import load_for_inference
 
         started = time.monotonic()

@@ -16,15 +16,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from meta_agent.backtest.stats import bootstrap_ci
 from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Split, TaskResult
-from meta_agent.domains.swe_scaffold import ScaffoldSettings, run_episodes
+from meta_agent.domains.settings import SweSettings
+from meta_agent.domains.swe_scaffold import run_episodes
+from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.checkout import checkout
+from meta_agent.swe.defaults import DEFAULT_TASKSET
 from meta_agent.swe.instance import SweInstance
-from meta_agent.swe.taskset import DEFAULT_TASKSET, build_default, list_tasksets, load_tasks
+from meta_agent.swe.taskset import build_default, list_tasksets, load_tasks
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox, get_backend
 
@@ -33,15 +33,6 @@ CONFTEST_HACK = (
     "+@pytest.hookimpl(hookwrapper=True)\n+def pytest_runtest_makereport(item, call):\n"
     "+    report = (yield).get_result()\n+    report.outcome = 'passed'\n"
 )
-
-
-class SweSettings(BaseModel):
-    taskset: str = Field(DEFAULT_TASKSET, description="task set in the cache (`meta-agent tasks list`)")
-    train_size: int | None = Field(48, ge=1, description="train instances handed to the harness (None = all)")
-    selection_size: int | None = Field(8, ge=1, description="sealed instances per selection evaluation")
-    test_size: int | None = Field(8, ge=1, description="sealed instances in the final test evaluation")
-    sandbox: str = Field("auto", description="backend for policy commands and test runs of the evaluator")
-    scaffold: ScaffoldSettings = ScaffoldSettings()
 
 
 def _files(patch: str) -> list[str]:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
+from meta_agent.domains.settings import ScaffoldSettings
 from meta_agent.swe.checkout import checkout
 from meta_agent.swe.instance import SweInstance
 from sandboxes import Limits, Sandbox, Session
@@ -30,13 +29,6 @@ FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.DOTALL)
 STATEMENT_CHARS = 1500
 MAX_DIFF_BYTES = 500_000
 GIT = "git -c user.name=eval -c user.email=eval@localhost -c core.hooksPath=/dev/null"
-
-
-class ScaffoldSettings(BaseModel):
-    max_turns: int = Field(3, ge=1, description="assistant turns per episode")
-    turn_tokens: int = Field(48, ge=1, description="greedy tokens per assistant turn")
-    observation_chars: int = Field(600, ge=50, description="command output shown to the policy")
-    command_timeout_s: float = Field(10, gt=0)
 
 
 @dataclass

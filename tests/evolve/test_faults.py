@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from meta_agent.lineage import EventLog
+import pytest
+
+from meta_agent.journal import StageDone, VerdictRecorded
+from tests.conftest import journal
 from tests.evolve.conftest import FAULT_SKILLS, meta_agent, tiny_config
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 EXPECTED = {
     # skill -> (stage that rejects it, text the reason must contain)
@@ -32,14 +37,13 @@ def test_each_fault_is_rejected_at_its_stage_with_its_reason(tmp_path: Path) -> 
                          sandbox={"backend": "bwrap", "memory_mb": 4000, "train_timeout_s": 90})
     res = meta_agent("evolve", "--config", str(config), data_dir=tmp_path / "data", timeout=1500)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    verdicts = {tuple(e["data"]["skills"]): e["data"] for e in EventLog(run).of_type("verdict")}
+    verdicts = {tuple(v["skills"]): v for v in journal(run, VerdictRecorded)}
     for skill, (stage, text) in EXPECTED.items():
         v = verdicts[(skill,)]
         assert v["verdict"] == "rejected", skill
         assert v["stage"] == stage, f"{skill}: rejected at {v['stage']} ({v['reason']})"
         assert text in v["reason"], f"{skill}: {v['reason']}"
     protected_id = verdicts[("fault-protected",)]["cand_id"]
-    protected = [e["data"] for e in EventLog(run).of_type("stage_done")
-                 if e["data"]["cand_id"] == protected_id and e["data"]["stage"] == "static"]
+    protected = [s for s in journal(run, StageDone) if s["cand_id"] == protected_id and s["stage"] == "static"]
     assert "before running anything" in protected[0]["reason"]
     assert (run / "summary.md").is_file(), "the run finished despite the broken candidates"

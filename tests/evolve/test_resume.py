@@ -12,15 +12,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import git
+import pytest
 
+from meta_agent.journal import VerdictRecorded
 from meta_agent.lineage import EventLog
+from tests.conftest import journal
 from tests.evolve.conftest import data_env, meta_agent, tiny_config
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 
 def _lineage(run: Path) -> dict[str, object]:
-    log = EventLog(run)
-    verdicts = [(e["data"]["cand_id"].split("/")[-1], e["data"]["skills"], e["data"]["verdict"], e["data"]["stage"])
-                for e in log.of_type("verdict")]
+    verdicts = [(v["cand_id"].split("/")[-1], v["skills"], v["verdict"], v["stage"])
+                for v in journal(run, VerdictRecorded)]
     repo = git.Repo(run / "harness")
     main = [(c.tree.hexsha, c.message.replace(run.name, "RUN")) for c in repo.iter_commits("main", first_parent=True)]
     branches = sorted(h.name.replace(run.name, "RUN") for h in repo.heads if h.name.startswith("cand/"))
@@ -63,6 +67,6 @@ def test_sigkill_during_train_backtest_and_merge_then_resume(reference_run: Path
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
 
     assert _lineage(run) == _lineage(reference_run)
-    keys = [e["key"] for e in EventLog(run).events if e["key"]]
+    keys = [r.key for r in EventLog(run).records if r.key]
     assert len(keys) == len(set(keys)), "a step was journaled twice"
     assert (run / "summary.md").is_file()

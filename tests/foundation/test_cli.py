@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from meta_agent.cli import app
@@ -18,6 +19,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_rollout_end_to_end_then_rerender(tmp_path: Path, tiny_policy: Path) -> None:
     run_dir = tmp_path / "run"
     res = runner.invoke(app, ["rollout", "--domain", "math", "--policy", "tiny", "--steps", "2",

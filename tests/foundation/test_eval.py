@@ -11,6 +11,8 @@ from meta_agent.domains.math import MathDomain, answers_match, extract_answer
 from meta_agent.policy import PolicyError, load_for_inference
 from meta_agent.training import TrainedRun
 
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
+
 
 def test_eval_of_the_tiny_policy_returns_accuracy_with_a_ci(tiny_policy: Path, small_math: MathDomain) -> None:
     result = small_math.evaluate(tiny_policy, "selection", limit=6)

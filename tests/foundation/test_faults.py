@@ -14,6 +14,8 @@ from meta_agent.training import train_commit, write_train_tasks
 from sandboxes import Limits, Sandbox
 from tests.conftest import commit_all
 
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
+
 
 def _train(repo: git.Repo, commit: str, policy: Path, sandbox: Sandbox, domain: MathDomain, tmp: Path,
            **kw: object) -> None:

@@ -32,7 +32,7 @@ def test_init_refuses_a_non_empty_directory(tmp_path: Path) -> None:
 
 
 def test_init_rejects_an_unknown_domain(tmp_path: Path) -> None:
-    with pytest.raises(GitOpsError, match="available: math, code, swe"):
+    with pytest.raises(GitOpsError, match="available: code, math, swe"):
         init_harness(tmp_path / "h", "chess")
 
 

@@ -20,6 +20,7 @@ def _runner(sandbox: Sandbox, repo: git.Repo, commit: str, tmp: Path, *readable:
     return HarnessRunner(sandbox, work, commit=commit, readable=list(readable), writable=[tmp / "out"])
 
 
+@pytest.mark.slow  # needs a trained run
 def test_replay_of_an_unchanged_harness_reproduces_the_stored_rewards(
     trained: tuple[git.Repo, TrainedRun, Path], sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -34,6 +35,7 @@ def test_replay_of_an_unchanged_harness_reproduces_the_stored_rewards(
         assert r.advantage == pytest.approx(stored[r.rollout_id].advantage, abs=1e-4)
 
 
+@pytest.mark.slow  # needs a trained run
 def test_replay_with_a_changed_reward_flips_the_rewards(
     trained: tuple[git.Repo, TrainedRun, Path], sandbox: Sandbox, tmp_path: Path
 ) -> None:

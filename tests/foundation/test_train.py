@@ -15,6 +15,8 @@ from sandboxes import Limits, Sandbox
 from tests.conftest import commit_all
 from tests.foundation.conftest import STEPS
 
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
+
 
 def test_train_writes_one_record_per_completion_and_one_metric_per_step(
     trained: tuple[git.Repo, TrainedRun, Path],

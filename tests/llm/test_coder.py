@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from meta_agent.backtest.gate import GateSettings, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
@@ -25,6 +27,9 @@ def _main_replay(bench: MathBench, sandbox: Sandbox) -> dict[str, ReplayRecord]:
                                                                    bench.tasks_file.parent],
                        writable=[out.parent]) as h:
         return {r.rollout_id: r for r in h.replay(rollouts=bench.rollouts_file, tasks=bench.tasks_file, out=out)}
+
+
+pytestmark = pytest.mark.slow  # each test runs a whole recorded coder session through the sandbox
 
 
 def test_a_recorded_coder_session_yields_a_commit_that_passes_the_backtest(

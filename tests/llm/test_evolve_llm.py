@@ -15,13 +15,17 @@ import git
 import pytest
 
 from meta_agent.gitops import trailers
+from meta_agent.journal import EVENT_TYPES, Proposed
 from meta_agent.lineage import EventLog
 from meta_agent.llm.accounting import Ledger
 from meta_agent.llm.transcript import render
 from meta_agent.skills.store import load_skill
+from tests.conftest import journal
 from tests.evolve.conftest import meta_agent, tiny_config
 from tests.llm.conftest import CONVERSATIONS
 from tests.llm.replay_server import ReplayServer, Scenario
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 E2E = ("e2e_diagnosis", "coder_strict_answer", "coder_protected", "skill_writer")
 
@@ -36,7 +40,7 @@ def load_e2e(server: ReplayServer) -> None:
 
 
 def _data(run: Path, type_: str) -> list[dict[str, Any]]:
-    return [e["data"] for e in EventLog(run).of_type(type_)]
+    return journal(run, EVENT_TYPES[type_])
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +109,8 @@ def test_a_budget_that_runs_out_mid_generation_stops_cleanly_and_resumes(
     out = " ".join(res.stdout.split())
     assert "LLM token budget" in out and f"meta-agent resume {run}" in out
     log = EventLog(run)
-    assert log.done("g0/propose") is not None, "the diagnosis finished and is kept"
-    assert log.done("g0/c0/created") is None, "the interrupted candidate is not journaled"
+    assert log.finished("g0/propose"), "the diagnosis finished and is kept"
+    assert not log.finished("g0/c0/created"), "the interrupted candidate is not journaled"
     assert not git.Repo(run / "harness").is_dirty()
 
     res = meta_agent("resume", str(run), data_dir=tmp_path / "data")
@@ -124,6 +128,6 @@ def test_a_second_project_retrieves_the_skill_learned_in_the_first(llm_run: Path
     res = meta_agent("evolve", "--config", str(config), data_dir=llm_run.parent / "data")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert git.Repo(run_b / "harness").working_dir != git.Repo(llm_run / "harness").working_dir
-    [proposal] = [e["data"] for e in EventLog(run_b).of_type("hypotheses")]
+    [proposal] = journal(run_b, Proposed)
     used = [h["skills_used"] for h in proposal["hypotheses"]]
     assert ["probe-regression-tests"] in used, used

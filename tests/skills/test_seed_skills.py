@@ -24,6 +24,8 @@ from meta_agent.skills.runner import prepare_kit, run_apply
 from meta_agent.skills.store import Library, load_skill
 from sandboxes import Mount, Sandbox
 
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
+
 SEEDS = sorted(p.name for p in seed_skills().iterdir() if (p / "SKILL.md").is_file())
 
 

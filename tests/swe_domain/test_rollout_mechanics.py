@@ -14,6 +14,8 @@ from meta_agent.domains.swe import SweDomain, SweSettings
 from meta_agent.gitops import export_tree, init_harness
 from meta_agent.training import TRAIN_TASKS
 
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
+
 
 @pytest.fixture
 def harness_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 
 import git
+import pytest
 
 from meta_agent.gitops import is_merged
-from meta_agent.lineage import EventLog
+from meta_agent.journal import CandidateCreated, VerdictRecorded
+from tests.conftest import journal
 from tests.evolve.conftest import meta_agent, tiny_config
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 HERE = Path(__file__).parent
 
@@ -26,18 +30,17 @@ def test_evolve_swe_promotes_the_tamper_fix_and_rejects_a_hackable_reward(calc_t
     res = meta_agent("evolve", "--config", str(config), data_dir=tmp_path / "data", timeout=1500)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
 
-    log = EventLog(run)
     report = json.loads((run / "gen-000" / "main" / "report.json").read_text())
     assert report["domain"] == "swe" and report["probes_rewarded"] == 1.0, "the default harness pays for tampering"
     assert "turn_cap_reached" in report["dominant"] or "no_command" in report["dominant"]
-    verdicts = {tuple(e["data"]["skills"]): e["data"] for e in log.of_type("verdict")}
+    verdicts = {tuple(v["skills"]): v for v in journal(run, VerdictRecorded)}
     fix = verdicts[("swe-test-tampering-penalty",)]
     assert fix["verdict"] == "promoted" and fix["kind"] == "validity"
     hack = verdicts[("reward-test-edits",)]
     assert hack["verdict"] == "rejected" and hack["stage"] == "replay"
     assert "hacking probes" in hack["reason"]
     repo = git.Repo(run / "harness")
-    created = {e["data"]["skills"][0]: e["data"] for e in log.of_type("candidate_created")}
+    created = {c["skills"][0]: c for c in journal(run, CandidateCreated)}
     assert is_merged(repo, created["swe-test-tampering-penalty"]["commit"])
     assert not is_merged(repo, created["reward-test-edits"]["commit"])
     summary = json.loads((run / "summary.json").read_text())

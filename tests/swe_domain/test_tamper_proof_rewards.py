@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import git
+import pytest
 
 from meta_agent.contract import RolloutRecord, write_jsonl
 from meta_agent.domains.swe import CONFTEST_HACK, SweDomain, SweSettings
@@ -14,6 +15,8 @@ from meta_agent.harness_runner import HarnessRunner
 from meta_agent.swe.checkout import checkout
 from meta_agent.training import TRAIN_TASKS
 from sandboxes import Sandbox
+
+pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
 
 def _edit_tests_diff(domain: SweDomain, instance_id: str, tmp: Path) -> str:

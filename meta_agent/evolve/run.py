@@ -1,4 +1,4 @@
-"""`meta-agent evolve` and `resume`: set a run up (or pick it up again), run its generations, finish it.
+"""A whole evolve run: set it up (or pick it up again), run its generations, finish it.
 
 Finishing means: the static control arm (the initial harness trained with the same steps,
 seeds and policy chain), one evaluation of the evolved and the static policy on the sealed
@@ -17,19 +17,24 @@ from typing import Any
 import git
 from filelock import FileLock, Timeout
 
-from meta_agent.agents import PROPOSERS, Proposer
-from meta_agent.backtest.stats import paired_bootstrap_ci
+from meta_agent.agents.base import Proposer
 from meta_agent.config import EvolveConfig
-from meta_agent.domains import EvalResult, domain_for
-from meta_agent.gitops import GitOpsError, init_harness, open_harness
+from meta_agent.domains import EvalResult, domain_entry, domain_for
+from meta_agent.errors import UserError
+from meta_agent.evolve.context import Budget, Reporter, RunContext
+from meta_agent.evolve.generation import Generation
+from meta_agent.evolve.steps import evaluate, train_and_report
+from meta_agent.gitops import GitOpsError, run_harness
+from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted, Trained
 from meta_agent.lineage import EventLog, rebuild_index
-from meta_agent.loop import Budget, Generation, Reporter, RunContext, evaluate, train_and_report
 from meta_agent.policy import resolve_policy
-from meta_agent.report.summary import write_summary
+from meta_agent.proposers import PROPOSERS
+from meta_agent.report.summary import RunSummary, write_summary
 from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
-from meta_agent.sealed import sealed_backend
+from meta_agent.sealed import fingerprint, sealed_backend
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.skills.store import SkillSet, default_skill_set
+from meta_agent.stats import Interval, paired_bootstrap_ci
 from meta_agent.training import write_train_tasks
 
 LOCK_FILE = "meta-agent.lock"
@@ -40,10 +45,9 @@ class RunLocked(GitOpsError):
 
 
 def make_proposer(cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> Proposer:
+    """The proposer `cfg.proposer` names (a registered name or a `module:Class` plugin)."""
     cls: Any = PROPOSERS.get(cfg.proposer)
-    if cfg.proposer == "skills":
-        return cls(skills=skills, seed=cfg.seed)
-    return cls(skills=skills, settings=cfg.llm, run_dir=run_dir, budget=cfg.budget)
+    return cls.from_config(cfg, skills, run_dir)
 
 
 @contextmanager
@@ -67,10 +71,9 @@ def repo_lock(repo: git.Repo, run_dir: Path) -> Iterator[None]:
 
 
 def _harness(cfg: EvolveConfig, run_dir: Path) -> git.Repo:
+    repo = run_harness(run_dir, cfg.harness, domain_entry(cfg.domain).harness_domain)
     if cfg.harness is None:
-        path = run_dir / "harness"
-        return open_harness(path) if (path / ".git").exists() else init_harness(path, cfg.domain)
-    repo = open_harness(cfg.harness.resolve())
+        return repo
     if "main" not in [h.name for h in repo.heads]:
         raise GitOpsError(f"harness {repo.working_dir} has no branch 'main': meta-agent merges winners into main")
     if repo.is_dirty(untracked_files=False):
@@ -87,8 +90,8 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     cfg = cfg.model_copy(update={"run_dir": run_dir})
     repo = _harness(cfg, run_dir)
     log = EventLog(run_dir)
-    started = log.done("run/start")
-    root_policy = Path(started["root_policy"]) if started else resolve_policy(cfg.policy)
+    started = log.done("run/start", RunStarted)
+    root_policy = Path(started.root_policy) if started else resolve_policy(cfg.policy)
     domain = domain_for(cfg)
     skills = default_skill_set(cfg.skills, run_dir)
     if not started:
@@ -105,12 +108,15 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     )
     if hasattr(ctx.proposer, "budget_reason"):
         ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
-    data = ctx.step("run/start", lambda: {
-        "run_id": ctx.run_id, "domain": cfg.domain, "harness": str(repo.working_dir),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "root_policy": str(root_policy),
-        "initial_main": repo.commit("main").hexsha, "epoch": int(time.time()),
-    }, type_="run_started")
-    ctx.epoch = int(data["epoch"])
+    event = ctx.step("run/start", RunStarted, lambda: RunStarted(
+        run_id=ctx.run_id, domain=cfg.domain, harness=str(repo.working_dir),
+        started=time.strftime("%Y-%m-%dT%H:%M:%S"), root_policy=str(root_policy),
+        initial_main=repo.commit("main").hexsha, epoch=int(time.time()), sealed=fingerprint()))
+    if event.sealed and event.sealed != fingerprint():
+        raise UserError(f"{run_dir} was started with another sealed-split secret (fingerprint {event.sealed}, "
+                          f"here {fingerprint()}); resume it where it started, or set META_AGENT_SEALED_SECRET "
+                          "to that install's secret")
+    ctx.epoch = event.epoch
     return ctx
 
 
@@ -123,13 +129,13 @@ def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> EvolveConfig:
     return EvolveConfig.model_validate({**info.settings, **overrides, "run_dir": str(run_dir)})
 
 
-def run(ctx: RunContext) -> dict[str, Any]:
+def run(ctx: RunContext) -> RunSummary:
     """All generations, then the final comparison. Returns the summary."""
     with repo_lock(ctx.repo, ctx.run_dir):
         policy, history = ctx.root_policy, None
         for g in range(ctx.cfg.generations):
-            data = Generation(ctx, g, policy, history).run()
-            policy, history = Path(data["next_policy"]), Path(data["history"])
+            done = Generation(ctx, g, policy, history).run()
+            policy, history = Path(done.next_policy), Path(done.history)
         summary = finalize(ctx, policy)
     rebuild_index(ctx.run_dir)
     return summary
@@ -138,45 +144,46 @@ def run(ctx: RunContext) -> dict[str, Any]:
 def _static_arm(ctx: RunContext) -> Path:
     """The unchanged initial harness with the same policy chain, seeds and steps; reuses main's runs
     for every generation in which main still was the initial harness and the policies coincide."""
-    initial = ctx.log.done("run/start")["initial_main"]  # type: ignore[index]
+    started = ctx.log.done("run/start", RunStarted)
+    assert started is not None, "a run is finalized only after it started"
+    initial = started.initial_main
     policy, history = ctx.root_policy, None
     for g in range(ctx.cfg.generations):
-        gen = ctx.log.done(f"g{g}/done") or {}
-        if gen.get("main_before") == initial and Path(gen["policy"]) == policy:
+        gen = ctx.log.done(f"g{g}/done", GenerationDone)
+        if gen is not None and gen.main_before == initial and Path(gen.policy) == policy:
             policy = ctx.run_dir / f"gen-{g:03d}" / "main" / "checkpoint"
-            history = Path(gen["history"])
+            history = Path(gen.history)
             continue
         out = ctx.run_dir / "static" / f"g{g}"
         ctx.reporter.phase(f"static control arm: generation {g} under the initial harness")
-        ctx.step(f"final/static-g{g}", functools.partial(
+        ctx.step(f"final/static-g{g}", Trained, functools.partial(
             train_and_report, ctx, initial, policy, ctx.cfg.seed + g, history, out, ctx.run_dir / "static" / "work"))
         policy, history = out / "checkpoint", out / "rollouts.verified.jsonl"
     return policy
 
 
-def finalize(ctx: RunContext, evolved: Path) -> dict[str, Any]:
+def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
     static = _static_arm(ctx) if ctx.cfg.control == "static" else None
     final_dir = ctx.run_dir / "final"
     final_dir.mkdir(exist_ok=True)
 
-    def compare() -> dict[str, Any]:
+    def compare() -> FinalEval:
         ctx.reporter.phase("final: evaluating the evolved policy on the sealed test split")
         ev = evaluate(ctx, evolved, final_dir / "evolved-test.json", "test", ctx.cfg.test_limit)
-        out: dict[str, Any] = {"evolved_policy": str(evolved), "evolved": ev.score.model_dump()}
+        out = FinalEval(evolved_policy=str(evolved), evolved=ev.score.model_dump())
         if static is not None:
             ctx.reporter.phase("final: evaluating the static control on the sealed test split")
             st = evaluate(ctx, static, final_dir / "static-test.json", "test", ctx.cfg.test_limit)
-            out["static_policy"] = str(static)
-            out["static"] = st.score.model_dump()
-            out["paired"] = _paired(ev, st).model_dump()
+            out = out.model_copy(update={"static_policy": str(static), "static": st.score.model_dump(),
+                                         "paired": _paired(ev, st).model_dump()})
         return out
 
-    result = ctx.step("final/compare", compare, type_="final_eval")
+    result = ctx.step("final/compare", FinalEval, compare)
     final_main = ctx.repo.commit("main").hexsha
-    ctx.step("run/done", lambda: {"run_id": ctx.run_id, "final_main": final_main}, type_="run_done")
-    return write_summary(ctx.run_dir, ctx.log, result)
+    ctx.step("run/done", RunDone, lambda: RunDone(run_id=ctx.run_id, final_main=final_main))
+    return write_summary(ctx.run_dir, ctx.log, result.model_dump(mode="json", exclude_none=True))
 
 
-def _paired(a: EvalResult, b: EvalResult) -> Any:
+def _paired(a: EvalResult, b: EvalResult) -> Interval:
     ids = [r.task_id for r in a.results]
     return paired_bootstrap_ci([a.per_task()[i] for i in ids], [b.per_task()[i] for i in ids])

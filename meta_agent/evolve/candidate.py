@@ -1,8 +1,7 @@
-"""One candidate through the cascade: implement on its branch -> static -> replay -> train -> gate.
-
-Cheapest stage first, stopping at the first failure; each stage is journaled so a resumed run
-continues with the next one. The verdict is written to the event log and as a git note on the
-candidate's commit, so a losing branch carries its reason.
+"""One candidate of a generation: implement its hypothesis on a branch, then the backtest cascade
+(static -> replay -> train), stopping at the first failure, then the gate. Every stage is a
+journaled step, and the verdict is attached as a git note to the candidate's commit, so a losing
+branch carries its reason. Whatever a stage raises fails this candidate, never the run.
 """
 
 from __future__ import annotations
@@ -12,38 +11,50 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from meta_agent.agents.base import Hypothesis
 from meta_agent.backtest.gate import decide
-from meta_agent.backtest.models import StageResult, Verdict
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
 from meta_agent.backtest.train_stage import Control, run_train_stage
 from meta_agent.contract import ReplayRecord, RolloutRecord
 from meta_agent.errors import BudgetExhausted
+from meta_agent.evolve.context import RunContext
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree
+from meta_agent.journal import CandidateCreated, StageDone, VerdictRecorded
 from meta_agent.lineage import EventLog
+from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
 
-if TYPE_CHECKING:
-    from meta_agent.loop import Generation
 
+@dataclass(frozen=True)
+class GenerationView:
+    """What a candidate needs from its generation, and nothing else."""
 
-@dataclass
-class CandidateRun:
-    gen: Generation
-    k: int
-    hypothesis: Hypothesis
+    g: int
+    dir: Path
+    seed: int
+    policy: Path
+    history: Path | None
+    main_before: str
+    noise_floor: float
     control: Control
     main_replay: dict[str, ReplayRecord]
     replay_set: Path
     replay_records: list[RolloutRecord]
 
+    def key(self, *parts: object) -> str:
+        return "/".join([f"g{self.g}", *map(str, parts)])
+
+
+class CandidateRun:
+    def __init__(self, ctx: RunContext, gen: GenerationView, k: int, hypothesis: Hypothesis) -> None:
+        self.ctx, self.gen, self.k, self.hypothesis = ctx, gen, k, hypothesis
+
     @property
     def cand_id(self) -> str:
-        return f"{self.gen.ctx.run_id}/{self.gen.g}-{self.k}"
+        return f"{self.ctx.run_id}/{self.gen.g}-{self.k}"
 
     @property
     def branch(self) -> str:
@@ -57,17 +68,16 @@ class CandidateRun:
         return self.gen.key(f"c{self.k}", part)
 
     def run(self) -> Verdict:
-        ctx = self.gen.ctx
-        done = ctx.log.done(self.key("verdict"))
+        ctx, h = self.ctx, self.hypothesis
+        done = ctx.log.done(self.key("verdict"), VerdictRecorded)
         if done is not None:
-            return Verdict.model_validate(done)
-        h = self.hypothesis
+            return done.verdict_only()
         ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k} ({h.title}): implementing")
-        created = ctx.step(self.key("created"), self._implement_or_fail, type_="candidate_created")
+        created = ctx.step(self.key("created"), CandidateCreated, self._implement_or_fail)
         stages = [self._stage("implement", lambda: StageResult(
-            stage="implement", passed=created["ok"], reason=created["reason"] or "implemented"))]
-        if created["ok"]:
-            commit = created["commit"]
+            stage="implement", passed=created.ok, reason=created.reason or "implemented"))]
+        if created.ok and created.commit:
+            commit = created.commit
             ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: static checks")
             stages.append(self._stage("static", lambda: run_static(
                 ctx.repo, self.gen.main_before, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work")))
@@ -79,18 +89,16 @@ class CandidateRun:
                                    f"({ctx.cfg.steps} steps) + selection eval")
                 stages.append(self._stage("train", lambda: self._train(commit)))
         verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
-        ctx.log.append("verdict", {**verdict.model_dump(mode="json"), "title": h.title, "skills": h.skills_used},
+        ctx.log.append(VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used),
                        key=self.key("verdict"))
-        if created["ok"]:
-            add_note(ctx.repo, created["commit"], note_for(verdict, ctx.log))
+        if created.ok and created.commit:
+            add_note(ctx.repo, created.commit, note_for(verdict, ctx.log))
         return verdict
 
     def _stage(self, name: str, fn: Callable[[], StageResult]) -> StageResult:
         """Run one stage; whatever it raises fails this candidate at this stage (journaled, so a resumed
         run does not re-enter a stage that can only fail again). Budget stops still stop the run."""
-        ctx = self.gen.ctx
-
-        def guarded() -> dict[str, Any]:
+        def guarded() -> StageDone:
             started = time.monotonic()
             try:
                 result = fn()
@@ -99,51 +107,52 @@ class CandidateRun:
             except Exception as e:  # one candidate's failure, whatever raised it, is that candidate's
                 result = StageResult(stage=name, passed=False, seconds=time.monotonic() - started,
                                      reason=f"{name} raised {failure_text(e)}")
-            return {"cand_id": self.cand_id, **result.model_dump(mode="json")}
+            return StageDone(cand_id=self.cand_id, **result.model_dump())
 
-        data = ctx.step(self.key(name), guarded, type_="stage_done")
-        return StageResult.model_validate({k: v for k, v in data.items() if k != "cand_id"})
+        return self.ctx.step(self.key(name), StageDone, guarded).result()
 
-    def _implement_or_fail(self) -> dict[str, Any]:
+    def _implement_or_fail(self) -> CandidateCreated:
         try:
             return self._implement()
         except (BudgetExhausted, KeyboardInterrupt):
             raise
         except Exception as e:
-            h = self.hypothesis
-            return {"cand_id": self.cand_id, "run_id": self.gen.ctx.run_id, "gen": self.gen.g, "k": self.k,
-                    "branch": "", "commit": None, "ok": False, "reason": f"implementation raised {failure_text(e)}",
-                    "summary": "", "title": h.title, "kind": h.kind, "skills": h.skills_used,
-                    "implement_seconds": 0.0}
+            return self._created(commit=None, reason=f"implementation raised {failure_text(e)}", summary="",
+                                 seconds=0.0)
 
-    def _implement(self) -> dict[str, Any]:
-        ctx, h = self.gen.ctx, self.hypothesis
+    def _created(self, commit: str | None, reason: str, summary: str, seconds: float) -> CandidateCreated:
+        h = self.hypothesis
+        return CandidateCreated(
+            cand_id=self.cand_id, run_id=self.ctx.run_id, gen=self.gen.g, k=self.k,
+            branch=self.branch if commit else "", commit=commit, ok=commit is not None, reason=reason,
+            summary=summary, title=h.title, kind=h.kind, skills=h.skills_used, implement_seconds=seconds)
+
+    def _implement(self) -> CandidateCreated:
+        ctx, h = self.ctx, self.hypothesis
         roots = [lib.root for lib in ctx.skills.libraries]
         started = time.monotonic()
         commit, outcome = implement(
             repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
             kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.gen.g, 10 * self.k),
-            rollouts=self.replay_set, tasks=ctx.tasks_file,
+            rollouts=self.gen.replay_set, tasks=ctx.tasks_file,
         )
-        return {"cand_id": self.cand_id, "run_id": ctx.run_id, "gen": self.gen.g, "k": self.k,
-                "branch": self.branch if commit else "", "commit": commit, "ok": commit is not None,
-                "reason": outcome.reason, "summary": outcome.summary, "title": h.title, "kind": h.kind,
-                "skills": h.skills_used, "implement_seconds": time.monotonic() - started}
+        return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started)
 
     def _replay(self, commit: str) -> StageResult:
-        ctx = self.gen.ctx
+        ctx = self.ctx
         workdir = export_tree(ctx.repo, commit, self.dir / "work")
         return run_replay(sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), workdir=workdir, commit=commit,
-                          rollouts_file=self.replay_set, rollouts=self.replay_records, tasks_file=ctx.tasks_file,
-                          main_replay=self.main_replay, out=self.dir / "replay" / "replay.jsonl",
-                          new_labels=self.hypothesis.new_labels, min_precision=ctx.cfg.gate.min_label_precision)
+                          rollouts_file=self.gen.replay_set, rollouts=self.gen.replay_records,
+                          tasks_file=ctx.tasks_file, main_replay=self.gen.main_replay,
+                          out=self.dir / "replay" / "replay.jsonl", new_labels=self.hypothesis.new_labels,
+                          min_precision=ctx.cfg.gate.min_label_precision)
 
     def _train(self, commit: str) -> StageResult:
-        ctx = self.gen.ctx
+        ctx = self.ctx
         out = fresh_dir(self.dir / "train")
         stage, _run, result = run_train_stage(
-            repo=ctx.repo, commit=commit, domain=ctx.domain, control=self.control,
+            repo=ctx.repo, commit=commit, domain=ctx.domain, control=self.gen.control,
             train_kwargs={k: v for k, v in ctx.train_kwargs(self.gen.policy, self.gen.seed, self.gen.history).items()
                           if k != "domain"},
             out_dir=out, work_dir=self.dir / "work-train", eval_limit=ctx.cfg.selection_limit,
@@ -154,9 +163,13 @@ class CandidateRun:
         return stage
 
 
+def stages_of(log: EventLog, cand_id: str) -> list[StageDone]:
+    return [s for s in log.of_type(StageDone) if s.cand_id == cand_id]
+
+
 def note_for(v: Verdict, log: EventLog) -> str:
     """The git note on a candidate (and its merge): verdict plus every stage's metrics."""
-    stages = [e["data"] for e in log.of_type("stage_done") if e["data"]["cand_id"] == v.cand_id]
+    stages = [s.model_dump(mode="json") for s in stages_of(log, v.cand_id)]
     return json.dumps({"verdict": v.model_dump(mode="json"), "stages": stages}, indent=2, sort_keys=True)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 from pydantic import BaseModel
 
 
@@ -20,6 +19,8 @@ class Interval(BaseModel):
 
 def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Interval:
     """Percentile bootstrap CI of the mean."""
+    import numpy as np  # here, not at the top: the config imports this module's Interval
+
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         raise ValueError("bootstrap_ci needs at least one value")
@@ -41,5 +42,5 @@ def paired_bootstrap_ci(
     """CI of mean(treatment - control) resampling tasks, so per-task difficulty cancels out."""
     if len(treatment) != len(control):
         raise ValueError(f"paired samples differ in length: {len(treatment)} vs {len(control)}")
-    diffs = np.asarray(treatment, dtype=float) - np.asarray(control, dtype=float)
-    return bootstrap_ci(diffs.tolist(), level=level, resamples=resamples, seed=seed)
+    diffs = [float(t) - float(c) for t, c in zip(treatment, control, strict=True)]
+    return bootstrap_ci(diffs, level=level, resamples=resamples, seed=seed)

@@ -1,0 +1,61 @@
+"""The built-in domains' settings models, in a module light enough for the config to import
+(pydantic only: building the config must not import torch, reasoning-gym or the SWE builder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from meta_agent.swe.defaults import DEFAULT_TASKSET
+
+
+class MathSettings(BaseModel):
+    train_size: int = Field(256, ge=1, description="training tasks written into the harness sandbox")
+    selection_size: int = Field(60, ge=1, description="sealed tasks for backtests and promotion decisions")
+    test_size: int = Field(100, ge=1, description="sealed tasks evaluated once at the end of a run")
+    eval_max_new_tokens: int = Field(48, ge=1, description="greedy tokens per evaluation answer")
+    eval_batch_size: int = Field(16, ge=1)
+
+
+SourceName = Literal["humaneval", "codeio"]
+
+
+class CodeSettings(BaseModel):
+    sources: list[SourceName] = Field(default_factory=lambda: list[SourceName](["humaneval", "codeio"]),
+                                      description="built-in problem sources")
+    codeio_problems: int = Field(100, ge=0, description="CodeI/O problems to build (tests generated in the sandbox)")
+    import_files: list[Path] = Field(
+        default_factory=list, description="JSONL files in MBPP/APPS/CodeContests/LiveCodeBench/generic shape")
+    visible_tests: int = Field(1, ge=0, description="visible tests of an imported problem without public tests")
+    train_size: int = Field(256, ge=1, description="max training tasks written into the harness sandbox")
+    selection_size: int = Field(60, ge=1, description="max sealed tasks for backtests and promotion decisions")
+    test_size: int = Field(100, ge=1, description="max sealed tasks evaluated once at the end of a run")
+    sandbox: str = Field("auto", description="backend the sealed verifier runs programs in (process = no isolation)")
+    test_timeout_s: float = Field(5.0, gt=0, description="wall-time limit of one test")
+    memory_mb: int = Field(1024, ge=64, description="address-space limit of one test")
+    workers: int = Field(2, ge=1, description="tests run in parallel inside the sandbox")
+    eval_max_new_tokens: int = Field(384, ge=1, description="greedy tokens per evaluation answer")
+    eval_batch_size: int = Field(8, ge=1)
+    pass_k: list[int] = Field(default_factory=list, description="also report pass@k for these k (sampling)")
+    pass_k_samples: int = Field(10, ge=1, description="samples per task for pass@k (n >= every k)")
+    pass_k_temperature: float = Field(0.8, gt=0)
+
+
+class ScaffoldSettings(BaseModel):
+    """The sealed SWE evaluator's fixed scaffold (the same for every policy it scores)."""
+
+    max_turns: int = Field(3, ge=1, description="assistant turns per episode")
+    turn_tokens: int = Field(48, ge=1, description="greedy tokens per assistant turn")
+    observation_chars: int = Field(600, ge=50, description="command output shown to the policy")
+    command_timeout_s: float = Field(10, gt=0)
+
+
+class SweSettings(BaseModel):
+    taskset: str = Field(DEFAULT_TASKSET, description="task set in the cache (`meta-agent tasks list`)")
+    train_size: int | None = Field(48, ge=1, description="train instances handed to the harness (None = all)")
+    selection_size: int | None = Field(8, ge=1, description="sealed instances per selection evaluation")
+    test_size: int | None = Field(8, ge=1, description="sealed instances in the final test evaluation")
+    sandbox: str = Field("auto", description="backend for policy commands and test runs of the evaluator")
+    scaffold: ScaffoldSettings = ScaffoldSettings()

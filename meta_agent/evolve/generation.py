@@ -1,0 +1,191 @@
+"""One generation of the evolve loop, as in ARCHITECTURE.md's data flow (no CLI or setup details here).
+
+train P_g under main (this run is also the control) -> evaluate it -> rollout report (+ hacking
+probes) -> proposer hypotheses -> per candidate: implement on a branch -> static -> replay ->
+train -> gate -> merge winners -> skill evidence. Every step is journaled in the event log under a
+key; on resume a step whose key is there is not redone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from meta_agent.agents.base import Hypothesis, ProposalContext
+from meta_agent.backtest.train_stage import Control, invalid_share
+from meta_agent.contract import ReplayRecord, RolloutRecord, read_jsonl, write_jsonl
+from meta_agent.domains.base import EvalResult
+from meta_agent.evolve.candidate import CandidateRun, GenerationView
+from meta_agent.evolve.context import RunContext
+from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
+from meta_agent.evolve.winners import learn_from, merge_winners
+from meta_agent.gitops import export_tree
+from meta_agent.harness_runner import HarnessRunner
+from meta_agent.journal import (
+    CandidateCreated,
+    Evaluated,
+    GenerationDone,
+    GenerationStarted,
+    MainReplayed,
+    NoiseMeasured,
+    Proposed,
+    StageDone,
+    Trained,
+    VerdictRecorded,
+)
+from meta_agent.report.render import write_report
+from meta_agent.stats import paired_bootstrap_ci
+from meta_agent.training import TrainedRun, load_trained
+from meta_agent.verdicts import Verdict
+
+
+class Generation:
+    def __init__(self, ctx: RunContext, g: int, policy: Path, history: Path | None) -> None:
+        self.ctx, self.g, self.policy, self.history = ctx, g, policy, history
+        self.main_before = ""
+        self.noise_floor = 0.0
+
+    @property
+    def dir(self) -> Path:
+        return self.ctx.run_dir / f"gen-{self.g:03d}"
+
+    @property
+    def seed(self) -> int:
+        return self.ctx.cfg.seed + self.g
+
+    def key(self, *parts: object) -> str:
+        return "/".join([f"g{self.g}", *map(str, parts)])
+
+    def run(self) -> GenerationDone:
+        ctx, g = self.ctx, self.g
+        done = ctx.log.done(self.key("done"), GenerationDone)
+        if done is not None:
+            return done
+        self.main_before = ctx.step(self.key("start"), GenerationStarted, lambda: GenerationStarted(
+            main=ctx.repo.commit("main").hexsha, t=time.time())).main
+        ctx.reporter.phase(f"gen {g}: training the policy under main ({ctx.cfg.steps} steps)")
+        ctx.step(self.key("main-train"), Trained, lambda: train_and_report(
+            ctx, self.main_before, self.policy, self.seed, self.history, self.dir / "main", self.dir / "work-main"))
+        control_run = load_trained(self.dir / "main", ctx.domain, str(ctx.root_policy), ctx.tasks_file)
+        ctx.reporter.phase(f"gen {g}: evaluating main on the sealed selection split")
+        ctx.step(self.key("control-eval"), Evaluated, lambda: evaluated(evaluate(
+            ctx, control_run.checkpoint, self.dir / "control-eval.json", limit=ctx.cfg.selection_limit)))
+        control_eval = EvalResult.model_validate_json((self.dir / "control-eval.json").read_text())
+        control = Control(run=control_run, eval=control_eval,
+                          invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
+        self.noise_floor = self._noise(control_eval)
+        main_replay, replay_set, replay_records = self._main_replay(control_run)
+        hypotheses = self._propose(control_run)
+        view = GenerationView(g=g, dir=self.dir, seed=self.seed, policy=self.policy, history=self.history,
+                              main_before=self.main_before, noise_floor=self.noise_floor, control=control,
+                              main_replay=main_replay, replay_set=replay_set, replay_records=replay_records)
+        verdicts = [CandidateRun(ctx, view, k, h).run() for k, h in enumerate(hypotheses)]
+        next_policy = merge_winners(ctx, self.g, verdicts, control_run)
+        learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)
+        event = GenerationDone(
+            run_id=ctx.run_id, gen=g, main_before=self.main_before, main_after=ctx.repo.commit("main").hexsha,
+            policy=str(self.policy), next_policy=next_policy, control_score=control_eval.score.mean,
+            control_low=control_eval.score.low, control_high=control_eval.score.high,
+            dominant=control_run.report.dominant, history=str(self.dir / "main" / "rollouts.verified.jsonl"),
+            noise_floor=self.noise_floor, time=self._time_spent(),
+        )
+        ctx.log.append(event, key=self.key("done"))
+        return event
+
+    def _time_spent(self) -> dict[str, float]:
+        """Where this generation's wall time went (for `bench/loop_overhead.py` and the summary)."""
+        spent = {"train": 0.0, "eval": 0.0, "proposer": 0.0}
+        for record in self.ctx.log.keyed(f"g{self.g}/"):
+            e = record.event
+            if isinstance(e, Trained):
+                spent["train"] += e.train_seconds
+            elif isinstance(e, Evaluated):
+                spent["eval"] += e.eval_seconds
+            elif isinstance(e, NoiseMeasured):
+                spent["train"] += e.train_seconds
+                spent["eval"] += e.eval_seconds
+            elif isinstance(e, Proposed):
+                spent["proposer"] += e.propose_seconds
+            elif isinstance(e, CandidateCreated):
+                spent["proposer"] += e.implement_seconds
+            elif isinstance(e, StageDone):
+                spent["train"] += float(e.metrics.get("train_seconds", 0.0))
+                spent["eval"] += float(e.metrics.get("eval_seconds", 0.0))
+        start = self.ctx.log.done(self.key("start"), GenerationStarted)
+        spent["wall"] = time.time() - start.t if start else 0.0
+        return spent
+
+    def _noise(self, control_eval: EvalResult) -> float:
+        """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor."""
+        ctx = self.ctx
+        if ctx.cfg.noise_reruns == 0:
+            return 0.0
+        first = ctx.log.done("g0/noise", NoiseMeasured)
+        if first is not None and self.g > 0:
+            return first.noise_floor
+
+        def measure() -> NoiseMeasured:
+            deltas, train_s, eval_s = [], 0.0, 0.0
+            for i in range(ctx.cfg.noise_reruns):
+                ctx.reporter.phase(f"gen {self.g}: control-vs-control rerun {i + 1} (noise floor)")
+                out = self.dir / f"noise-{i}"
+                trained = train_and_report(ctx, self.main_before, self.policy, self.seed + 10_000 * (i + 1),
+                                           self.history, out, self.dir / "work-noise")
+                rerun = evaluate(ctx, out / "checkpoint", out / "eval.json", limit=ctx.cfg.selection_limit)
+                train_s += trained.train_seconds
+                eval_s += rerun.wall_time
+                ids = [r.task_id for r in control_eval.results]
+                d = paired_bootstrap_ci([rerun.per_task()[t] for t in ids], [control_eval.per_task()[t] for t in ids])
+                deltas.append(abs(d.mean))
+            return NoiseMeasured(noise_floor=max(deltas), deltas=deltas, train_seconds=train_s, eval_seconds=eval_s)
+
+        return ctx.step(self.key("noise"), NoiseMeasured, measure).noise_floor
+
+    def _main_replay(self, control_run: TrainedRun) -> tuple[dict[str, ReplayRecord], Path, list[RolloutRecord]]:
+        """Main re-scores its own rollouts plus the domain's hacking probes: the baseline every candidate's
+        replay is compared with, and how many probes main's reward falls for."""
+        ctx = self.ctx
+        replay_dir = self.dir / "replay-input"
+        replay_set = replay_dir / "rollouts.jsonl"
+        tasks = [t for t in ctx.domain.tasks("train") if t.id in {r.task_id for r in control_run.rollouts}]
+        records = control_run.rollouts + ctx.domain.hacking_probes(tasks)
+
+        def run() -> MainReplayed:
+            write_jsonl(replay_set, records)
+            work = export_tree(ctx.repo, self.main_before, self.dir / "work-replay")
+            with HarnessRunner(ctx.sandbox, work, commit=self.main_before, readable=[replay_dir, ctx.tasks_file.parent],
+                               writable=[self.dir / "main-replay"], limits=ctx.cfg.sandbox.limits()) as h:
+                replayed = h.replay(rollouts=replay_set, tasks=ctx.tasks_file,
+                                    out=self.dir / "main-replay" / "replay.jsonl")
+            probes = [r for r in replayed if r.rollout_id.startswith("probe-")]
+            share = sum(1 for r in probes if r.reward > 0) / len(probes) if probes else None
+            control_run.report.probes_rewarded = share
+            write_report(control_run.report, self.dir / "main")
+            return MainReplayed(probes_rewarded=share)
+
+        ctx.step(self.key("main-replay"), MainReplayed, run)
+        main_replay = {r.rollout_id: r for r in read_jsonl(self.dir / "main-replay" / "replay.jsonl", ReplayRecord)}
+        return main_replay, replay_set, records
+
+    def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
+        ctx = self.ctx
+        ctx.reporter.phase(f"gen {self.g}: diagnosing ({ctx.proposer.name} proposer)")
+
+        def run() -> Proposed:
+            harness_dir = export_tree(ctx.repo, self.main_before, self.dir / "work-propose")
+            history = [v.model_dump(mode="json") for v in ctx.log.of_type(VerdictRecorded)]
+            pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
+                                   report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
+                                   seed=ctx.cfg.seed, history=history)
+            started = time.monotonic()
+            hyps = ctx.proposer.propose(pctx, ctx.cfg.candidates)
+            return Proposed(hypotheses=[h.model_dump(mode="json") for h in hyps],
+                            propose_seconds=time.monotonic() - started)
+
+        data = ctx.step(self.key("propose"), Proposed, run)
+        return [Hypothesis.model_validate(h) for h in data.hypotheses]
+
+
+def verdicts_of(ctx: RunContext, g: int) -> list[Verdict]:
+    return [r.event.verdict_only() for r in ctx.log.keyed(f"g{g}/")
+            if isinstance(r.event, VerdictRecorded)]

@@ -1,0 +1,92 @@
+"""After a generation's candidates: merge the winners into main, record skill evidence, learn skills."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from meta_agent.agents.base import Hypothesis, Outcome
+from meta_agent.evolve.candidate import note_for, stages_of
+from meta_agent.evolve.context import RunContext
+from meta_agent.gitops import add_note, format_message, is_merged, merge_no_ff
+from meta_agent.journal import CandidateCreated, Merged, SkillEvidence, SkillWritten, StageDone
+from meta_agent.skills.evidence import record as record_evidence
+from meta_agent.skills.model import Evidence
+from meta_agent.training import TrainedRun
+from meta_agent.verdicts import Verdict
+
+
+def _key(g: int, *parts: object) -> str:
+    return "/".join([f"g{g}", *map(str, parts)])
+
+
+def merge_winners(ctx: RunContext, g: int, verdicts: list[Verdict], control_run: TrainedRun) -> str:
+    """Merge winners into main (best first); returns the policy the next generation starts from."""
+    winners = [(k, v) for k, v in enumerate(verdicts) if v.promoted]
+    winners.sort(key=lambda kv: (kv[1].kind != "validity", -(kv[1].delta or 0.0)))
+    for i, (k, v) in enumerate(winners):
+        created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+        assert created is not None, f"promoted candidate {v.cand_id} has no creation record"
+        ctx.step(_key(g, "merge", f"c{k}"), Merged, functools.partial(_merge_one, ctx, g, v, created, i))
+    best = next((k for k, v in winners if v.kind == "performance"), None)
+    if best is not None:
+        train = ctx.log.done(_key(g, f"c{best}", "train"), StageDone)
+        if train is not None:
+            return str(train.metrics["checkpoint"])
+    return str(control_run.checkpoint)
+
+
+def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, i: int) -> Merged:
+    branch, commit = created.branch, created.commit
+    assert commit is not None
+    ctx.reporter.phase(f"gen {g}: merging {branch}")
+    if is_merged(ctx.repo, commit):
+        merge = ctx.repo.commit("main").hexsha  # merged before a kill, not yet journaled
+    else:
+        backtest = " ".join(f"{s.stage}={'pass' if s.passed else 'fail'}" for s in stages_of(ctx.log, v.cand_id))
+        msg = format_message(f"Merge {branch}: {created.title}", "",
+                             {"Backtest": backtest, "Verdict": f"promoted ({v.kind}): {v.reason}",
+                              "Candidate": v.cand_id})
+        merge = merge_no_ff(ctx.repo, branch, msg, when=ctx.when(g, 900 + i))
+    add_note(ctx.repo, merge, note_for(v, ctx.log))
+    return Merged(cand_id=v.cand_id, merge_commit=merge, branch=branch)
+
+
+def learn_from(ctx: RunContext, g: int, main_before: str, verdicts: list[Verdict],
+               hypotheses: list[Hypothesis]) -> None:
+    """Evidence for every skill a candidate used, then the proposer's skill writer on each outcome."""
+    for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
+        if h.skills_used:
+            ctx.step(_key(g, f"c{k}", "evidence"), SkillEvidence,
+                     functools.partial(_evidence, ctx, g, k, main_before, v, h))
+    for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
+        ctx.step(_key(g, f"c{k}", "learn"), SkillWritten, functools.partial(_learn, ctx, g, k, main_before, v, h))
+
+
+def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillEvidence:
+    created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+    retired = []
+    for name in h.skills_used:
+        ev = Evidence(run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
+                      commit=(created.commit if created and created.commit else main_before),
+                      domain=ctx.domain.name, metric="validity" if v.kind == "validity" else "selection_delta",
+                      delta=v.delta, ci=v.ci, verdict=v.verdict, stage=v.stage, date=time.strftime("%Y-%m-%d"))
+        try:
+            if record_evidence(ctx.skills, name, ev, ctx.cfg.retire_after):
+                retired.append(name)
+        except KeyError:
+            continue  # a skill named by an LLM hypothesis that the library does not hold
+    return SkillEvidence(skills=h.skills_used, retired=retired)
+
+
+def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillWritten:
+    """The proposer's skill writer sees the hypothesis, the diff and the measured outcome."""
+    created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+    diff = ctx.repo.git.diff(main_before, created.commit) if created and created.commit else ""
+    folder = ctx.proposer.learn(Outcome(
+        run_id=ctx.run_id, generation=g, domain=ctx.domain.name, hypothesis=h, diff=diff,
+        verdict=v.model_dump(mode="json"), skills_dir=ctx.run_dir / "skills"))
+    if folder is None:
+        return SkillWritten(skill=None)
+    skill = ctx.skills.add(folder)
+    return SkillWritten(skill=skill.name, path=str(folder))

@@ -1,0 +1,166 @@
+"""The run journal's events: one pydantic model per event type.
+
+Every finished step of an evolve run appends one of these to `events.jsonl` (see `lineage.EventLog`)
+under a key (`g0/main-train`, `g1/c0/replay`, ...). Readers get these models back, never raw
+dicts, so a field is named in one place and a journal from another version fails loudly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from meta_agent.verdicts import StageResult, Verdict
+
+
+class Event(BaseModel):
+    """Base of every journal event; `TYPE` is its name in the file."""
+
+    model_config = ConfigDict(extra="forbid")
+    TYPE: ClassVar[str] = ""
+
+
+class RunStarted(Event):
+    TYPE: ClassVar[str] = "run_started"
+    run_id: str
+    domain: str
+    harness: str
+    started: str
+    root_policy: str
+    initial_main: str
+    epoch: int
+    sealed: str = Field("", description="fingerprint of the sealed-split secret the run evaluates with")
+
+
+class GenerationStarted(Event):
+    TYPE: ClassVar[str] = "generation_started"
+    main: str
+    t: float
+
+
+class Trained(Event):
+    """A training run of some harness commit (main's, a noise rerun's, the static arm's)."""
+
+    TYPE: ClassVar[str] = "trained"
+    out: str
+    checkpoint: str
+    reward: float | None
+    train_seconds: float
+
+
+class Evaluated(Event):
+    TYPE: ClassVar[str] = "evaluated"
+    score: float
+    eval_seconds: float
+
+
+class NoiseMeasured(Event):
+    TYPE: ClassVar[str] = "noise_measured"
+    noise_floor: float
+    deltas: list[float]
+    train_seconds: float = 0.0
+    eval_seconds: float = 0.0
+
+
+class MainReplayed(Event):
+    TYPE: ClassVar[str] = "main_replayed"
+    probes_rewarded: float | None
+
+
+class Proposed(Event):
+    TYPE: ClassVar[str] = "hypotheses"
+    hypotheses: list[dict[str, Any]]
+    propose_seconds: float = 0.0
+
+
+class CandidateCreated(Event):
+    TYPE: ClassVar[str] = "candidate_created"
+    cand_id: str
+    run_id: str
+    gen: int
+    k: int
+    branch: str
+    commit: str | None
+    ok: bool
+    reason: str
+    summary: str = ""
+    title: str
+    kind: Literal["validity", "performance"]
+    skills: list[str]
+    implement_seconds: float = 0.0
+
+
+class StageDone(StageResult, Event):
+    TYPE: ClassVar[str] = "stage_done"
+    cand_id: str
+
+    def result(self) -> StageResult:
+        return StageResult.model_validate(self.model_dump(exclude={"cand_id"}))
+
+
+class VerdictRecorded(Verdict, Event):
+    TYPE: ClassVar[str] = "verdict"
+    title: str = ""
+    skills: list[str] = Field(default_factory=list)
+
+    def verdict_only(self) -> Verdict:
+        return Verdict.model_validate(self.model_dump(exclude={"title", "skills"}))
+
+
+class Merged(Event):
+    TYPE: ClassVar[str] = "merged"
+    cand_id: str
+    merge_commit: str
+    branch: str
+
+
+class SkillEvidence(Event):
+    TYPE: ClassVar[str] = "skill_evidence"
+    skills: list[str]
+    retired: list[str]
+
+
+class SkillWritten(Event):
+    TYPE: ClassVar[str] = "skill_written"
+    skill: str | None
+    path: str = ""
+
+
+class GenerationDone(Event):
+    TYPE: ClassVar[str] = "generation_done"
+    run_id: str
+    gen: int
+    main_before: str
+    main_after: str
+    policy: str
+    next_policy: str
+    control_score: float
+    control_low: float
+    control_high: float
+    dominant: list[str]
+    history: str
+    noise_floor: float
+    time: dict[str, float]
+
+
+class FinalEval(Event):
+    TYPE: ClassVar[str] = "final_eval"
+    evolved_policy: str
+    evolved: dict[str, Any]
+    static_policy: str | None = None
+    static: dict[str, Any] | None = None
+    paired: dict[str, Any] | None = None
+
+
+class RunDone(Event):
+    TYPE: ClassVar[str] = "run_done"
+    run_id: str
+    final_main: str
+
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
+    RunStarted, GenerationStarted, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed, CandidateCreated,
+    StageDone, VerdictRecorded, Merged, SkillEvidence, SkillWritten, GenerationDone, FinalEval, RunDone,
+)}
+"""Type name in the file -> model; every event the loop writes is one of these."""

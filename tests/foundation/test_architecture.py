@@ -1,0 +1,127 @@
+"""The layout's promises: no import cycle, light modules stay light, `sandboxes` stands alone."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("meta_agent", "sandboxes")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """Modules of ours this file imports at module level (type-only imports count: they are a dependency too)."""
+    tree = ast.parse(path.read_text())
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found: set[str] = set()
+    body = [*tree.body, *(n for top in tree.body if isinstance(top, ast.If) for n in top.body)]
+    for node in body:
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != me:
+                found.add(name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "_data" not in p.parts]
+    modules = {_module_name(p) for p in files}
+    return {_module_name(p): _imports(p, modules) for p in files}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same graph between subpackages (meta_agent.backtest, meta_agent.domains, ...)."""
+    def pkg(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        out.setdefault(pkg(m), set()).update(pkg(d) for d in deps if pkg(d) != pkg(m))
+    return out
+
+
+def test_no_import_cycle_between_modules() -> None:
+    graph = _graph()
+    assert sum(len(d) for d in graph.values()) > 200, "the graph holds the package's imports"
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_import_cycle_between_subpackages() -> None:
+    cycles = _cycles(_packages(_graph()))
+    assert not cycles, "subpackages that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _imported_by(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return set(out.stdout.split())
+
+
+def test_the_config_imports_no_domain_implementation() -> None:
+    loaded = _imported_by("import meta_agent.config")
+    heavy = {"meta_agent.domains.math", "meta_agent.domains.code", "meta_agent.domains.swe", "torch",
+             "transformers", "reasoning_gym", "trl", "litellm", "meta_agent.swe.build"}
+    assert not loaded & heavy, f"importing the config pulls in {sorted(loaded & heavy)}"
+
+
+def test_sandboxes_is_importable_alone() -> None:
+    loaded = _imported_by("import sandboxes, sandboxes.bwrap, sandboxes.docker, sandboxes.doctor")
+    assert not {m for m in loaded if m.startswith("meta_agent")}
