@@ -6,9 +6,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-export LITELLM_LOCAL_MODEL_COST_MAP := True
-export HF_HUB_OFFLINE := 1
-export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup system-deps demo test test-fast lint typecheck bench clean
 

@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from meta_agent.commands import llm, sandbox, skills, tasks
+from meta_agent.commands.app import App
 from meta_agent.domains import DOMAINS
 from meta_agent.proposers import PROPOSERS
 from sandboxes import BACKENDS
 
-app = typer.Typer(
+app = App(
     help=(
         "meta-agent: RL training of LLM policies that evolves its own training harness.\n\n"
         "Start with `meta-agent init --domain math --dir my-harness`, then "
         "`meta-agent rollout --harness my-harness` to train and read the rollout report."
     ),
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
 )
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(llm.app, name="llm")
 app.add_typer(skills.app, name="skills")
 console = Console()
-F = TypeVar("F", bound=Callable[..., Any])
 
 DomainOpt = Annotated[str, typer.Option("--domain", "-d", help=DOMAINS.describe())]
 OptDomainOpt = Annotated[str | None, typer.Option("--domain", "-d", help=f"{DOMAINS.describe()}; default math")]
@@ -40,35 +35,7 @@ SandboxOpt = Annotated[str | None, typer.Option("--sandbox", help=f"auto | {BACK
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
 
 
-def user_errors(fn: F) -> F:
-    """Turn the errors a user can act on into one red line and exit code 1 (no traceback)."""
-    from meta_agent.config import ConfigFileError
-    from meta_agent.contract import ContractError
-    from meta_agent.gitops import GitOpsError
-    from meta_agent.harness_runner import HarnessError
-    from meta_agent.policy import PolicyError
-    from sandboxes import SandboxError
-
-    known = (ConfigFileError, ContractError, GitOpsError, HarnessError, PolicyError, SandboxError,
-             FileExistsError, FileNotFoundError, KeyError)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except known as e:
-            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            console.print(f"[bold red]error:[/] {msg}")
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/]")
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
 @app.command()
-@user_errors
 def init(
     domain: DomainOpt = "math",
     dir: Annotated[Path, typer.Option("--dir", help="new directory for the harness git repo")] = Path("harness"),
@@ -84,7 +51,6 @@ def init(
 
 
 @app.command()
-@user_errors
 def rollout(
     domain: OptDomainOpt = None,
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
@@ -113,7 +79,6 @@ def rollout(
 
 
 @app.command(name="eval")
-@user_errors
 def eval_(
     policy: Annotated[str, typer.Option(help="smollm2 | tiny | a model or checkpoint dir")] = "smollm2",
     domain: DomainOpt = "math",
@@ -151,7 +116,6 @@ def eval_(
 
 
 @app.command()
-@user_errors
 def evolve(
     domain: OptDomainOpt = None,
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
@@ -203,7 +167,6 @@ def evolve(
 
 
 @app.command()
-@user_errors
 def resume(
     run_dir: Annotated[Path, typer.Argument(help="the run directory of an interrupted `evolve`")],
     budget_minutes: Annotated[float | None, typer.Option(help="a new wall-clock budget")] = None,
@@ -224,7 +187,6 @@ def resume(
 
 
 @app.command()
-@user_errors
 def lineage(
     run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")],
     rebuild: Annotated[bool, typer.Option(help="rebuild lineage.sqlite from events.jsonl first")] = False,
@@ -254,7 +216,6 @@ def lineage(
 
 
 @app.command()
-@user_errors
 def history(
     harness: Annotated[Path, typer.Argument(help="a harness repo")] = Path("."),
     limit: Annotated[int, typer.Option(help="commits to show")] = 20,
@@ -272,7 +233,6 @@ def history(
 
 
 @app.command()
-@user_errors
 def report(run_dir: Annotated[Path, typer.Argument(help="a run directory (or one training dir in it)")]) -> None:
     """Re-render the rollout report(s) of a run from its files."""
     from meta_agent.commands.rerender import rerender

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 
 def _umask() -> int:
@@ -49,10 +47,6 @@ def atomic_write_lines(path: Path, lines: Iterable[str], mode: int | None = None
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
     atomic_write_lines(path, [text.rstrip("\n")], mode)
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str))
 
 
 def fresh_dir(path: Path) -> Path:

@@ -286,9 +286,3 @@ def read_note(repo: git.Repo, commit: str) -> str | None:
         return str(repo.git.notes("--ref", NOTES_REF, "show", commit))
     except git.GitCommandError:
         return None
-
-
-def branches(repo: git.Repo, prefix: str) -> dict[str, str]:
-    """branch name -> head commit, for branches under `prefix` (e.g. cand/<run>/)."""
-    out = repo.git.for_each_ref("--format=%(refname:short) %(objectname)", f"refs/heads/{prefix}")
-    return dict(line.split(" ", 1) for line in out.splitlines() if line)

@@ -27,13 +27,14 @@ from meta_agent.contract import (
     read_json,
     read_jsonl,
 )
+from meta_agent.errors import UserError
 from meta_agent.untrusted_files import audit_tree, read_bytes
 from sandboxes import Limits, Mount, RunResult, Sandbox, Session
 
 R = TypeVar("R", ReplayRecord, DiagnoseRecord)
 
 
-class HarnessError(RuntimeError):
+class HarnessError(UserError, RuntimeError):
     """The harness failed (crashed, timed out, ran out of memory, or wrote invalid output)."""
 
     def __init__(self, verb: str, reason: str) -> None:

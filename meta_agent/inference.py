@@ -1,37 +1,49 @@
-"""Greedy batched generation for the sealed evaluators (CPU or GPU, transformers)."""
+"""Batched chat generation for the sealed evaluators (CPU or GPU, transformers): greedy or sampled."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import torch
 
-
-def greedy_chat(
+def chat_generate(
     model: Any,
     tokenizer: Any,
     conversations: Sequence[list[dict[str, str]]],
     *,
     max_new_tokens: int,
     batch_size: int = 16,
+    n: int = 1,
+    temperature: float | None = None,
+    seed: int = 0,
     on_batch: Callable[[int], None] | None = None,
-) -> list[str]:
-    """Complete each conversation greedily; returns the assistant texts in order."""
+) -> list[list[str]]:
+    """`n` assistant texts per conversation, in order: greedy when `temperature` is None, else sampled
+    (seeded, so an evaluation is reproducible on one machine). `batch_size` counts sequences."""
+    import torch
+
+    if temperature is not None:
+        torch.manual_seed(seed)
     texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
-    out: list[str] = []
-    for start in range(0, len(texts), batch_size):
-        chunk = texts[start : start + batch_size]
+    sampling: dict[str, Any] = ({"do_sample": False} if temperature is None else
+                                {"do_sample": True, "temperature": temperature, "top_p": 1.0})
+    out: list[list[str]] = []
+    per_batch = max(1, batch_size // n)
+    for start in range(0, len(texts), per_batch):
+        chunk = texts[start : start + per_batch]
         enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.inference_mode():
-            gen = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        new = gen[:, enc["input_ids"].shape[1] :]
-        out.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+            gen = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=n,
+                                 pad_token_id=tokenizer.pad_token_id, **sampling)
+        decoded = tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        out.extend(decoded[i * n : (i + 1) * n] for i in range(len(chunk)))
         if on_batch:
             on_batch(len(chunk))
     return out
+
+
+def greedy_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
+                batch_size: int = 16, on_batch: Callable[[int], None] | None = None) -> list[str]:
+    """Complete each conversation greedily; returns the assistant texts in order."""
+    return [texts[0] for texts in chat_generate(model, tokenizer, conversations, max_new_tokens=max_new_tokens,
+                                                batch_size=batch_size, on_batch=on_batch)]

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import git
 from pydantic import ValidationError
 
+from meta_agent.errors import RunDirError, UserError
 from meta_agent.gitops import is_merged
 from meta_agent.journal import (
     EVENT_TYPES,
@@ -40,7 +41,7 @@ INDEX = "lineage.sqlite"
 E = TypeVar("E", bound=Event)
 
 
-class JournalError(RuntimeError):
+class JournalError(UserError, RuntimeError):
     """The journal holds something this version cannot read (another version's run, a hand edit)."""
 
 
@@ -141,6 +142,9 @@ CREATE TABLE IF NOT EXISTS stages (cand_id TEXT, stage TEXT, passed INTEGER, rea
 
 def rebuild_index(run_dir: Path) -> Path:
     """(Re)create lineage.sqlite from events.jsonl; returns its path."""
+    if not (run_dir / EVENTS).is_file():
+        raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
+                          "printed as its run")
     log = EventLog(run_dir)
     path = run_dir / INDEX
     tmp = path.with_suffix(".tmp")

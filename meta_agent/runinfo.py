@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from meta_agent.errors import RunDirError
 from meta_agent.fsutil import atomic_write_text
 
 RUN_FILE = "run.json"
@@ -38,11 +39,11 @@ def read_run_info(path: Path) -> RunInfo:
         f = d / RUN_FILE
         if f.is_file():
             return RunInfo.model_validate_json(f.read_text())
-    raise FileNotFoundError(f"{path} is not inside a meta-agent run directory (no {RUN_FILE} above it)")
+    raise RunDirError(f"{path} is not inside a meta-agent run directory (no {RUN_FILE} above it)")
 
 
 def run_root(path: Path) -> Path:
     for d in [path, *path.parents]:
         if (d / RUN_FILE).is_file():
             return d
-    raise FileNotFoundError(f"{path} is not inside a meta-agent run directory (no {RUN_FILE} above it)")
+    raise RunDirError(f"{path} is not inside a meta-agent run directory (no {RUN_FILE} above it)")

@@ -14,6 +14,13 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+class UnknownName(KeyError):
+    """A name that is neither registered nor an importable `module:attr`; the message lists what exists."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown name"
+
+
 def is_spec(name: str) -> bool:
     """True for a `module:attr` spec (a plugin), False for a short registered name."""
     module, sep, attr = name.partition(":")
@@ -26,11 +33,11 @@ def load_spec(spec: str) -> object:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise KeyError(f"cannot import module {module_name!r} of {spec!r}: {e}") from None
+        raise UnknownName(f"cannot import module {module_name!r} of {spec!r}: {e}") from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise KeyError(f"module {module_name!r} has no {attr!r} (from {spec!r})") from None
+        raise UnknownName(f"module {module_name!r} has no {attr!r} (from {spec!r})") from None
 
 
 class Registry(Generic[T]):
@@ -64,7 +71,7 @@ class Registry(Generic[T]):
         elif is_spec(name):
             target = name
         else:
-            raise KeyError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names())}, "
-                           f"or a plugin as module:Class") from None
+            raise UnknownName(f"unknown {self.kind} {name!r}; available: {', '.join(self.names())}, "
+                              f"or a plugin as module:Class") from None
         cls: type[T] = load_spec(target)  # type: ignore[assignment]
         return cls

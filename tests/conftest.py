@@ -14,7 +14,6 @@ import pytest
 _SESSION_ROOT = Path(os.environ.get("META_AGENT_TEST_ROOT", "/tmp/meta-agent-tests"))
 os.environ["META_AGENT_CACHE"] = str(_SESSION_ROOT / "cache")
 os.environ["META_AGENT_DATA"] = str(_SESSION_ROOT / "data")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # One fixed secret for the sealed splits, so every test sees the same selection/test tasks.
 os.environ["META_AGENT_SEALED_SECRET"] = "meta-agent-test-suite"
 

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.code_tasks.problem import CodeProblem, CodeTest, IoMode, examples_text
+from meta_agent.errors import UserError
 
 DIFFICULTY = {"introductory": 1, "easy": 1, "interview": 2, "medium": 2, "competition": 3, "hard": 3}
 MAX_HIDDEN = 50
 
 
-class ImportFormatError(ValueError):
+class ImportFormatError(UserError, ValueError):
     """A line of an imported file has none of the known shapes, or broken tests."""
 
 

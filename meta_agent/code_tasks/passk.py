@@ -33,20 +33,7 @@ def sample_chat(
     on_batch: Callable[[int], None] | None = None,
 ) -> list[list[str]]:
     """n sampled assistant texts per conversation, in order."""
-    import torch
+    from meta_agent.inference import chat_generate
 
-    torch.manual_seed(seed)
-    texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
-    out: list[list[str]] = []
-    per_batch = max(1, batch_size // n)
-    for start in range(0, len(texts), per_batch):
-        chunk = texts[start : start + per_batch]
-        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-        with torch.inference_mode():
-            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
-                                 top_p=1.0, num_return_sequences=n, pad_token_id=tokenizer.pad_token_id)
-        decoded = tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-        out.extend(decoded[i * n : (i + 1) * n] for i in range(len(chunk)))
-        if on_batch:
-            on_batch(len(chunk))
-    return out
+    return chat_generate(model, tokenizer, conversations, max_new_tokens=max_new_tokens, batch_size=batch_size, n=n,
+                         temperature=temperature, seed=seed, on_batch=on_batch)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markdown import Markdown
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from meta_agent.config import EvolveConfig
 from meta_agent.errors import BudgetExhausted
 from meta_agent.evolve import prepare, run
+from meta_agent.progress import progress_bar
 from meta_agent.report.summary import RunSummary, render_markdown
 
 
@@ -22,8 +22,7 @@ class RichReporter:
         total = cfg.generations * steps * (1 + cfg.candidates) + cfg.noise_reruns * steps
         if cfg.control == "static":
             total += max(0, cfg.generations - 1) * steps
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console)
+        self.progress = progress_bar(console)
         self.task = self.progress.add_task("starting", total=total)
         self.console = console
 

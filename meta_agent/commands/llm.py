@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Check the meta-agent's LLM and read what its agents did.", no_args_is_help=True)
+from meta_agent.commands.app import App
+
+app = App(help="Check the meta-agent's LLM and read what its agents did.")
 
 CHECK_SYSTEM = "You are meta-agent's connectivity check. Answer by calling the tool you are given."
 CHECK_USER = "Use the add tool to add 2 and 3."

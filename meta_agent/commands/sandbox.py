@@ -6,7 +6,9 @@ from enum import StrEnum
 
 import typer
 
-app = typer.Typer(help="Inspect and prepare the sandboxes that run evolved harness code.", no_args_is_help=True)
+from meta_agent.commands.app import App
+
+app = App(help="Inspect and prepare the sandboxes that run evolved harness code.")
 
 
 class BuildMethod(StrEnum):

@@ -10,9 +10,10 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
+from meta_agent.commands.app import App
 from meta_agent.skills.store import Skill, SkillSet, default_skill_set
 
-app = typer.Typer(help="List, search, show, export, import and retire skills.", no_args_is_help=True)
+app = App(help="List, search, show, export, import and retire skills.")
 console = Console()
 ExtraOpt = Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")]
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from meta_agent.domains.base import Domain, EvalResult, Split, TaskResult
 from meta_agent.domains.settings import CodeSettings, MathSettings, SweSettings
+from meta_agent.errors import UserError
 from meta_agent.registry import Registry
 
 
@@ -47,7 +48,7 @@ def domain_entry(name: str) -> DomainEntry:
     cls: Any = DOMAINS.get(name)
     missing = [a for a in ("settings_model", "default_train_steps", "harness_domain") if not hasattr(cls, a)]
     if missing:
-        raise KeyError(f"plugin domain {name} lacks the class attributes {missing} (see docs/plugins.md)")
+        raise UserError(f"plugin domain {name} lacks the class attributes {missing} (see docs/plugins.md)")
     return DomainEntry(name, cls.settings_model, int(cls.default_train_steps), str(cls.harness_domain))
 
 

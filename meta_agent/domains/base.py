@@ -12,8 +12,6 @@ from meta_agent.contract import RolloutRecord, Task
 from meta_agent.stats import Interval
 
 Split = Literal["train", "selection", "test"]
-SEALED_SPLITS: tuple[Split, ...] = ("selection", "test")
-"""Never written into a harness sandbox; only meta-agent's evaluator reads them."""
 
 
 class TaskResult(BaseModel):

@@ -55,13 +55,9 @@ def first_messages(instance: SweInstance) -> list[dict[str, str]]:
 
 
 def _greedy(model: Any, tok: Any, convs: list[list[dict[str, str]]], max_new: int) -> list[str]:
-    import torch
+    from meta_agent.inference import greedy_chat
 
-    texts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs]
-    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    with torch.inference_mode():
-        out = model.generate(**enc, max_new_tokens=max_new, do_sample=False, pad_token_id=tok.pad_token_id)
-    return list(tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True))
+    return greedy_chat(model, tok, convs, max_new_tokens=max_new, batch_size=max(1, len(convs)))
 
 
 def _command(reply: str) -> str | None:

@@ -20,7 +20,7 @@ from filelock import FileLock, Timeout
 from meta_agent.agents.base import Proposer
 from meta_agent.config import EvolveConfig
 from meta_agent.domains import EvalResult, domain_entry, domain_for
-from meta_agent.errors import UserError
+from meta_agent.errors import RunDirError, UserError
 from meta_agent.evolve.context import Budget, Reporter, RunContext
 from meta_agent.evolve.generation import Generation
 from meta_agent.evolve.steps import evaluate, train_and_report
@@ -85,7 +85,7 @@ def _harness(cfg: EvolveConfig, run_dir: Path) -> git.Repo:
 def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunContext:
     run_dir = (cfg.run_dir or default_run_dir("evolve", cfg.domain)).resolve()
     if not resume and (run_dir / "events.jsonl").exists():
-        raise FileExistsError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
+        raise RunDirError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = cfg.model_copy(update={"run_dir": run_dir})
     repo = _harness(cfg, run_dir)
@@ -122,10 +122,10 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
 
 def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> EvolveConfig:
     if not (run_dir / RUN_FILE).is_file():
-        raise FileNotFoundError(f"{run_dir} is not an evolve run directory (no {RUN_FILE})")
+        raise RunDirError(f"{run_dir} is not an evolve run directory (no {RUN_FILE})")
     info = read_run_info(run_dir)
     if info.command != "evolve":
-        raise FileNotFoundError(f"{run_dir} holds a `{info.command}` run, which cannot be resumed")
+        raise RunDirError(f"{run_dir} holds a `{info.command}` run, which cannot be resumed")
     return EvolveConfig.model_validate({**info.settings, **overrides, "run_dir": str(run_dir)})
 
 

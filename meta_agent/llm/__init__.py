@@ -1,12 +1,7 @@
 """The LLM layer: one litellm client for every provider, with retries, budgets, accounting and transcripts.
 
-litellm fetches its model price map from the network at import unless told otherwise; meta-agent
-runs where only package registries answer, so the bundled map is used (set before any import).
+(litellm's price map is the bundled one: `meta_agent/__init__.py` says so before anything imports it.)
 """
-
-import os
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from meta_agent.llm.accounting import Ledger, Usage
 from meta_agent.llm.budget import LLMBudget

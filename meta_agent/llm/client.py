@@ -20,10 +20,10 @@ from meta_agent.llm.budget import LLMBudget
 from meta_agent.llm.errors import LLMAuthError, LLMRequestError, LLMUnavailable
 from meta_agent.llm.reply import ChatReply, ToolCall
 from meta_agent.llm.transcript import Transcript
+from meta_agent.tokens import CHARS_PER_TOKEN
 
 LOCAL_API_KEY = "no-key-needed"
 """Sent to an api_base when the provider's key is not set: local servers ignore it, litellm needs one."""
-CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,7 @@ class RetryPolicy:
 
 
 def _litellm() -> Any:
-    import litellm
-
-    import meta_agent.llm  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before litellm loads)
+    import litellm  # its bundled price map: `meta_agent/__init__.py` set LITELLM_LOCAL_MODEL_COST_MAP
 
     litellm.suppress_debug_info = True  # its "Give Feedback" banner on every exception drowns our own message
     return litellm

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from meta_agent.errors import UserError
 
-class LLMError(RuntimeError):
+
+class LLMError(UserError, RuntimeError):
     """Base class of the LLM layer's errors."""
 
 

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.model import Trigger
 from meta_agent.skills.store import Skill, SkillSet
-
-CHARS_PER_TOKEN = 4
+from meta_agent.tokens import approx_tokens
 
 
 @dataclass
@@ -86,7 +85,7 @@ def render_for_prompt(ranked: list[Ranked], budget_tokens: int) -> str:
         block = (f"### skill `{m.name}` ({m.kind})\n{m.description}\n"
                  f"Triggers matched: {', '.join(r.matched) or 'none'}. Evidence: {wins} wins / "
                  f"{len(m.evidence)} applications.\n\n{r.skill.body.strip()}\n")
-        cost = len(block) // CHARS_PER_TOKEN + 1
+        cost = approx_tokens(block)
         if used + cost > budget_tokens:
             continue
         out.append(block)

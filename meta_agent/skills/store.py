@@ -14,11 +14,19 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from meta_agent.errors import UserError
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, Evidence, SkillMeta
 
 
-class SkillError(ValueError):
+class UnknownSkill(UserError, KeyError):
+    """No library holds a skill of that name (the message lists the known ones)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown skill"
+
+
+class SkillError(UserError, ValueError):
     """A skill folder is malformed; the message names the file and the problem."""
 
 
@@ -149,7 +157,7 @@ class SkillSet:
             if name in lib.skills:
                 return lib.skills[name]
         known = ", ".join(s.name for s in self.all())
-        raise KeyError(f"no skill named {name!r}; known: {known}")
+        raise UnknownSkill(f"no skill named {name!r}; known: {known}")
 
     def _overlay_path(self, name: str) -> Path | None:
         target = self.user or self.run

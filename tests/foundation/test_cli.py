@@ -62,3 +62,41 @@ def test_init_then_eval(tmp_path: Path, tiny_policy: Path) -> None:
 def test_bad_split_is_rejected(tmp_path: Path) -> None:
     res = runner.invoke(app, ["eval", "--policy", "tiny", "--split", "train"])
     assert res.exit_code != 0
+
+
+@pytest.mark.parametrize("args", [
+    ["skills", "show", "nope"],
+    ["skills", "retire", "nope"],
+    ["resume", "/nonexistent/run"],
+    ["evolve", "--domain", "chess"],
+    ["evolve", "--proposer", "oracle"],
+    ["evolve", "--domain", "no_such_module:Nope"],
+    ["lineage", "/nonexistent/run"],
+])
+def test_bad_input_is_one_line_never_a_traceback(args: list[str], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "meta_agent", *args], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.lstrip().startswith("error:"), done.stderr
+
+
+def test_an_internal_bug_keeps_its_traceback() -> None:
+    """Only user errors become one line: a KeyError from a bug is not dressed as bad input."""
+    from meta_agent.commands.app import App
+
+    app = App()
+
+    @app.command()
+    def broken() -> None:
+        {}["missing"]
+
+    @app.command()
+    def other() -> None:  # a second command, so `broken` is a subcommand name
+        pass
+
+    result = CliRunner().invoke(app, ["broken"])
+    assert isinstance(result.exception, KeyError)
