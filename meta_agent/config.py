@@ -124,6 +124,8 @@ class EvolveConfig(RunConfig):
     selection_limit: int | None = Field(30, ge=1, description="selection-split tasks per evaluation (None = all)")
     test_limit: int | None = Field(60, ge=1, description="test-split tasks in the final comparison (None = all)")
     noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
+    noise_refresh: int = Field(3, ge=1, description="re-measure the noise floor after this many generations, or "
+                                                    "sooner when main's selection score moved by more than it")
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()

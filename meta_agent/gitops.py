@@ -239,24 +239,33 @@ class MergeConflict(GitOpsError):
     """The candidate no longer merges cleanly into main."""
 
 
-def merge_no_ff(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None) -> str:
-    """Merge `branch` into `target` with a merge commit, without any working tree.
-
-    `git merge-tree --write-tree` computes the result; the ref moves with a compare-and-swap
-    `update-ref`, so `target` is either the old commit or the finished merge, never mid-merge.
-    """
+def merge_commit(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None) -> str:
+    """The merge commit of `branch` into `target`'s head, created but referenced by nothing (MergeConflict if
+    they do not merge cleanly). `git merge-tree --write-tree` computes it without any working tree."""
     old = repo.commit(target).hexsha
     try:
         tree = repo.git.merge_tree("--write-tree", old, branch).splitlines()[0]
     except git.GitCommandError as e:
         raise MergeConflict(f"{branch} conflicts with {target}: {e.stdout.strip()[:400]}") from e
     with repo.git.custom_environment(**_env(when)):
-        merge = repo.git.commit_tree(tree, "-p", old, "-p", repo.commit(branch).hexsha, "-m", message)
+        return str(repo.git.commit_tree(tree, "-p", old, "-p", repo.commit(branch).hexsha, "-m", message))
+
+
+def advance(repo: git.Repo, target: str, new: str, old: str) -> None:
+    """Move `target` from `old` to `new` (compare-and-swap), the user's clean checkout of it along."""
     follow = _checkout_follows(repo, target)
-    repo.git.update_ref(f"refs/heads/{target}", merge, old)
+    repo.git.update_ref(f"refs/heads/{target}", new, old)
     if follow:
         # Two-tree read-tree is git's own fast-forward of index and files; it refuses to clobber changes.
-        repo.git.read_tree("-m", "-u", old, merge)
+        repo.git.read_tree("-m", "-u", old, new)
+
+
+def merge_no_ff(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None) -> str:
+    """Merge `branch` into `target` with a merge commit, without any working tree; `target` is either the
+    old commit or the finished merge, never mid-merge."""
+    old = repo.commit(target).hexsha
+    merge = merge_commit(repo, branch, message, target, when)
+    advance(repo, target, merge, old)
     return merge
 
 

@@ -108,6 +108,18 @@ class VerdictRecorded(Verdict, Event):
         return Verdict.model_validate(self.model_dump(exclude={"title", "skills"}))
 
 
+class Combined(Event):
+    """A winner made to sit on a main that earlier winners of its generation already moved."""
+
+    TYPE: ClassVar[str] = "combined"
+    cand_id: str
+    how: Literal["merge", "rebased", "conflict"]
+    """merge: it merges cleanly; rebased: its proposer re-implemented it on the new main; conflict: neither."""
+    commit: str | None
+    branch: str
+    reason: str = ""
+
+
 class Merged(Event):
     TYPE: ClassVar[str] = "merged"
     cand_id: str
@@ -161,6 +173,6 @@ class RunDone(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
     RunStarted, GenerationStarted, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed, CandidateCreated,
-    StageDone, VerdictRecorded, Merged, SkillEvidence, SkillWritten, GenerationDone, FinalEval, RunDone,
+    StageDone, VerdictRecorded, Combined, Merged, SkillEvidence, SkillWritten, GenerationDone, FinalEval, RunDone,
 )}
 """Type name in the file -> model; every event the loop writes is one of these."""

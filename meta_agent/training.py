@@ -118,22 +118,41 @@ def train_commit(
     history: Path | None = None,
     train_timeout: float | None = None,
     on_step: Callable[[int], None] | None = None,
+    diagnose_commit: str | None = None,
 ) -> TrainedRun:
-    """Train `policy` for `steps` under harness@commit; all harness code runs in `sandbox`."""
+    """Train `policy` for `steps` under harness@commit; all harness code runs in `sandbox`.
+
+    The rollouts are labelled by the diagnostics of `diagnose_commit` (default: the trained commit).
+    A candidate's run is labelled by main's diagnostics: its own could simply not flag what it breaks.
+    """
     workdir = export_tree(repo, commit, work_dir)
     readable = [tasks_file.parent, *policy_mounts(policy, root_policy)]
     if history is not None:
         readable.append(history.parent)
     tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
+    verified_file = out_dir / VERIFIED
     with HarnessRunner(sandbox, workdir, commit=commit, readable=readable, writable=[out_dir],
                        limits=limits) as runner:
         output = runner.train(policy=policy, steps=steps, seed=seed, out=out_dir, tasks=tasks_file,
                               history=history, timeout=train_timeout, on_step=on_step)
-        verified = label_rollouts(domain, output.rollouts, tasks)
-        verified_file = out_dir / VERIFIED
-        write_jsonl(verified_file, verified)
-        runner.diagnose(rollouts=verified_file, tasks=tasks_file, out=out_dir / DIAGNOSE)
+        write_jsonl(verified_file, label_rollouts(domain, output.rollouts, tasks))
+        if diagnose_commit in (None, commit):
+            runner.diagnose(rollouts=verified_file, tasks=tasks_file, out=out_dir / DIAGNOSE)
+    if diagnose_commit not in (None, commit):
+        assert diagnose_commit is not None
+        _diagnose_with(repo, diagnose_commit, sandbox, limits, verified_file, tasks_file, work_dir, out_dir)
     final = load_labelled(out_dir)
     report = build_report(domain=domain.name, policy=str(root_policy), rollouts=final, metrics=output.metrics,
                           tasks=tasks, train_wall_time=output.summary.wall_time)
     return TrainedRun(output=output, rollouts=final, report=report)
+
+
+def _diagnose_with(repo: git.Repo, commit: str, sandbox: Sandbox, limits: Limits, verified_file: Path,
+                   tasks_file: Path, work_dir: Path, out_dir: Path) -> None:
+    """Label `verified_file` with the diagnostics of another harness commit, in its own session."""
+    workdir = export_tree(repo, commit, work_dir.with_name(work_dir.name + "-diagnose"))
+    labels_dir = out_dir / "trusted-diagnose"
+    with HarnessRunner(sandbox, workdir, commit=commit, readable=[out_dir, tasks_file.parent],
+                       writable=[labels_dir], limits=limits) as runner:
+        runner.diagnose(rollouts=verified_file, tasks=tasks_file, out=labels_dir / DIAGNOSE)
+    (labels_dir / DIAGNOSE).replace(out_dir / DIAGNOSE)

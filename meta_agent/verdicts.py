@@ -6,8 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Stage = Literal["implement", "static", "replay", "train", "gate"]
+Stage = Literal["implement", "static", "replay", "train", "gate", "merge"]
 STAGE_ORDER: tuple[Stage, ...] = ("implement", "static", "replay", "train", "gate")
+Kind = Literal["validity", "diagnostic", "performance"]
+"""validity: closes a reward hole; diagnostic: adds failure labels only; performance: anything else."""
 
 
 class StageResult(BaseModel):
@@ -20,10 +22,12 @@ class StageResult(BaseModel):
 
 class Verdict(BaseModel):
     cand_id: str
-    verdict: Literal["promoted", "rejected"]
-    stage: Stage = Field(description="the stage that decided: the failing one, or gate")
+    verdict: Literal["promoted", "rejected", "conflict"] = Field(
+        description="conflict: promoted alone, but it could not be combined with this generation's earlier winners")
+    stage: Stage = Field(description="the stage that decided: the failing one, gate, or merge")
     reason: str
-    kind: Literal["validity", "performance"]
+    kind: Kind = Field(description="what the replay measured the change to be (this decides how it is judged)")
+    declared_kind: Literal["validity", "performance"] | None = Field(None, description="what its proposer said")
     delta: float | None = Field(None, description="paired selection-score improvement over control")
     ci: list[float] | None = None
 

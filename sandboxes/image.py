@@ -166,13 +166,14 @@ def _build_with_debootstrap(client: docker.DockerClient, tag: str, log: Log) -> 
 
 
 def _finish_rootfs(rootfs: Path) -> None:
-    """Drop package caches (~100 MB) and install the same gitconfig the Dockerfile does."""
+    """Drop package caches (~100 MB), install the same gitconfig and open /root as the Dockerfile does."""
     for cache in (rootfs / "var/cache/apt/archives", rootfs / "var/lib/apt/lists"):
         for entry in cache.glob("*"):
             if entry.is_file():
                 entry.unlink()
     shutil.copyfile(IMAGES_DIR / "gitconfig", rootfs / "etc/gitconfig")
     (rootfs / "etc/gitconfig").chmod(0o644)
+    (rootfs / "root").chmod(0o755)  # the unprivileged sandbox uid traverses it to a host Python bound below
 
 
 def _run_logged(cmd: list[str], log: Log, failure: str) -> None:

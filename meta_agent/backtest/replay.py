@@ -1,119 +1,132 @@
 """Stage 2, replay: the candidate re-scores the generation's rollouts and the hacking probes.
 
-Compared with main's replay of the same set: how many rewards flip, agreement with the
-sealed verifier, and the hard rule that no hacking probe (a synthetic rollout that games the
-reward and that the verifier rejects) may gain reward. Ordinary wrong rollouts that gain
-reward are counted, not fatal: shaping rewards (format, partial credit) do that on purpose,
-and the train stage judges whether it helps. For validity changes it also measures the
-evidence the gate needs: reward taken from invalid rollouts only, or a new label's
-precision/recall against the verifier.
+Compared with main's replay of the same set, the stage *measures what the candidate does*, and
+that, not the kind its proposer declared, decides how it is judged:
+
+- **validity** — it takes away reward that rollouts the sealed verifier rejects were being paid (never
+  below zero), and changes nothing else (no accepted rollout's reward or weight changes, no rejected
+  rollout gains, no new penalty): a reward hole is closed, and the replay is the evidence; no
+  training is needed. A penalty that pushes rewards below what main gave them is shaping;
+- **diagnostic** — rewards and weights are untouched and it only adds labels; each new label must
+  pick rejected rollouts more often than their base rate, beyond chance (`backtest/labels.py`);
+- **performance** — anything else (shaping, filters, curriculum, prompts, RL settings): it must
+  pass the train stage.
+
+The hard rule for every kind: no hacking probe may gain reward over main. Ordinary wrong
+rollouts that gain reward are allowed only to performance changes, which the train stage judges.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Literal
 
-from meta_agent.contract import ReplayRecord, RolloutRecord
+from pydantic import BaseModel, Field
+
+from meta_agent.backtest.labels import LabelEvidence, judge_label
+from meta_agent.backtest.replay_set import ReplaySet
+from meta_agent.contract import ReplayRecord
 from meta_agent.harness_runner import HarnessError, HarnessRunner
 from meta_agent.verdicts import StageResult
 from sandboxes import Limits, Sandbox
 
 EPS = 1e-9
+MeasuredKind = Literal["validity", "diagnostic", "performance"]
+
+
+class ReplayEvidence(BaseModel):
+    """What the candidate's replay did to the stored rollouts, relative to main's replay."""
+
+    rollouts: int
+    probes: int
+    reward_flips: int
+    accepted_changed: int = Field(description="verifier-accepted rollouts whose reward or weight changed")
+    rejected_gained: int = Field(description="verifier-rejected rollouts (probes included) that gained reward")
+    rejected_lost: int = Field(description="verifier-rejected rollouts that lost reward main paid them (not below 0)")
+    penalized: int = Field(0, description="rollouts pushed below both main's reward and zero: a new penalty")
+    weights_changed: int
+    probes_gained: list[str]
+    probes_rewarded_main: int
+    probes_rewarded_candidate: int
+    agreement_main: float
+    agreement_candidate: float
+    new_labels: list[LabelEvidence]
+    measured_kind: MeasuredKind
+    kind_reason: str
 
 
 def _agreement(replayed: dict[str, ReplayRecord], verified: dict[str, bool]) -> float:
     return sum((replayed[i].reward > 0) == v for i, v in verified.items()) / max(1, len(verified))
 
 
-def compare(
-    main: dict[str, ReplayRecord],
-    cand: dict[str, ReplayRecord],
-    verified: dict[str, bool],
-    probes: set[str],
-    new_labels: list[str],
-    min_precision: float,
-) -> dict[str, object]:
-    """The replay metrics; `validity_evidence` says whether a validity change earned promotion."""
+def compare(main: dict[str, ReplayRecord], cand: dict[str, ReplayRecord], verified: dict[str, bool],
+            probes: set[str]) -> ReplayEvidence:
     ids = sorted(verified)
-    invalid = [i for i in ids if not verified[i]]
-    gained = [i for i in invalid if cand[i].reward > main[i].reward + EPS]
-    probes_gained = [i for i in gained if i in probes]
-    lost_invalid = [i for i in invalid if cand[i].reward < main[i].reward - EPS]
-    lost_valid = [i for i in ids if verified[i] and cand[i].reward < main[i].reward - EPS]
-    metrics: dict[str, object] = {
-        "rollouts": len(ids),
-        "probes": len(probes),
-        "reward_flips": sum(1 for i in ids if abs(cand[i].reward - main[i].reward) > EPS),
-        "agreement_main": round(_agreement(main, verified), 4),
-        "agreement_candidate": round(_agreement(cand, verified), 4),
-        "invalid_gained": len(gained),
-        "probes_gained": probes_gained,
-        "invalid_lost": len(lost_invalid),
-        "valid_lost": len(lost_valid),
-        "probes_rewarded_main": sum(1 for p in probes if main[p].reward > EPS),
-        "probes_rewarded_candidate": sum(1 for p in probes if cand[p].reward > EPS),
-    }
-    label_stats = {}
-    for label in new_labels:
-        flagged = [i for i in ids if label in cand[i].labels]
-        tp = sum(1 for i in flagged if not verified[i])
-        label_stats[label] = {
-            "flagged": len(flagged),
-            "precision": tp / len(flagged) if flagged else 0.0,
-            "recall": tp / len(invalid) if invalid else 0.0,
-        }
-    metrics["new_labels"] = label_stats
-    if new_labels:
-        weak = [lab for lab, s in label_stats.items() if s["precision"] < min_precision or s["recall"] <= 0]
-        metrics["validity_evidence"] = not weak
-        metrics["validity_reason"] = (
-            f"new labels {weak} fall short (precision >= {min_precision} and recall > 0 required)" if weak else
-            "new labels: " + ", ".join(f"{lab} precision {s['precision']:.2f} recall {s['recall']:.2f}"
-                                       for lab, s in label_stats.items()))
+
+    def up(i: str) -> bool:
+        return cand[i].reward > main[i].reward + EPS
+
+    def down(i: str) -> bool:
+        return cand[i].reward < main[i].reward - EPS
+
+    def weight_moved(i: str) -> bool:
+        return abs(cand[i].weight - main[i].weight) > EPS
+
+    accepted = [i for i in ids if verified[i]]
+    rejected = [i for i in ids if not verified[i]]
+    accepted_changed = [i for i in accepted if up(i) or down(i) or weight_moved(i)]
+    rejected_gained = [i for i in rejected if up(i)]
+    penalized = [i for i in ids if cand[i].reward < min(main[i].reward, 0.0) - EPS]
+    rejected_lost = [i for i in rejected if down(i) and main[i].reward > EPS and i not in penalized]
+    weights = [i for i in ids if weight_moved(i)]
+    real = [i for i in ids if i not in probes]  # labels are judged on the generation's own rollouts
+    added = sorted({lab for i in real for lab in cand[i].labels} - {lab for i in real for lab in main[i].labels})
+    labels = [judge_label(lab, {i: lab in cand[i].labels for i in real}, {i: not verified[i] for i in real})
+              for lab in added]
+    flips = sum(1 for i in ids if up(i) or down(i))
+    if accepted_changed or rejected_gained or weights or penalized:
+        kind: MeasuredKind = "performance"
+        reason = (f"changes {len(accepted_changed)} accepted rollouts, pays {len(rejected_gained)} rejected ones "
+                  f"more, penalizes {len(penalized)}, moves {len(weights)} weights: its effect must be shown by "
+                  "training")
+    elif rejected_lost:
+        kind, reason = "validity", (f"takes reward from {len(rejected_lost)} rollouts the verifier rejects and gives "
+                                    "none anywhere")
+    elif added:
+        kind, reason = "diagnostic", f"adds labels {added} and changes no reward"
     else:
-        ok = bool(lost_invalid) and not lost_valid
-        metrics["validity_evidence"] = ok
-        metrics["validity_reason"] = (
-            f"takes reward from {len(lost_invalid)} rollouts the verifier rejects and from none it accepts" if ok
-            else f"takes reward from {len(lost_invalid)} rejected and {len(lost_valid)} accepted rollouts")
-    return metrics
+        kind, reason = "performance", "changes no stored reward or label: a training-time change, judged by training"
+    return ReplayEvidence(
+        rollouts=len(ids), probes=len(probes), reward_flips=flips, accepted_changed=len(accepted_changed),
+        rejected_gained=len(rejected_gained), rejected_lost=len(rejected_lost), penalized=len(penalized),
+        weights_changed=len(weights),
+        probes_gained=sorted(i for i in rejected_gained if i in probes),
+        probes_rewarded_main=sum(1 for p in probes if main[p].reward > EPS),
+        probes_rewarded_candidate=sum(1 for p in probes if cand[p].reward > EPS),
+        agreement_main=round(_agreement(main, verified), 4), agreement_candidate=round(_agreement(cand, verified), 4),
+        new_labels=labels, measured_kind=kind, kind_reason=reason)
 
 
-def run_replay(
-    *,
-    sandbox: Sandbox,
-    limits: Limits,
-    workdir: Path,
-    commit: str,
-    rollouts_file: Path,
-    rollouts: list[RolloutRecord],
-    tasks_file: Path,
-    main_replay: dict[str, ReplayRecord],
-    out: Path,
-    new_labels: list[str],
-    min_precision: float,
-) -> StageResult:
+def run_replay(*, sandbox: Sandbox, limits: Limits, workdir: Path, commit: str, replay_set: ReplaySet,
+               tasks_file: Path, main_replay: dict[str, ReplayRecord], out: Path) -> StageResult:
     started = time.monotonic()
     try:
-        with HarnessRunner(sandbox, workdir, commit=commit, readable=[rollouts_file.parent, tasks_file.parent],
+        with HarnessRunner(sandbox, workdir, commit=commit, readable=[replay_set.path.parent, tasks_file.parent],
                            writable=[out.parent], limits=limits) as runner:
-            replayed = runner.replay(rollouts=rollouts_file, tasks=tasks_file, out=out,
-                                     expected={r.rollout_id for r in rollouts})
+            replayed = runner.replay(rollouts=replay_set.path, tasks=tasks_file, out=out, expected=replay_set.ids)
             cand = {r.rollout_id: r for r in replayed}
     except HarnessError as e:
         return StageResult(stage="replay", passed=False, reason=e.reason, seconds=time.monotonic() - started)
-    verified = {r.rollout_id: bool(r.verified) for r in rollouts}
-    probes = {r.rollout_id for r in rollouts if r.extra.get("probe")}
-    metrics = compare(main_replay, cand, verified, probes, new_labels, min_precision)
-    gained = metrics["probes_gained"]
+    evidence = compare(main_replay, cand, replay_set.verified, replay_set.probes)
+    metrics = evidence.model_dump(mode="json")
     seconds = time.monotonic() - started
-    if isinstance(gained, list) and gained:
-        shown = ", ".join(gained[:3]) + (f" and {len(gained) - 3} more" if len(gained) > 3 else "")
+    gained = evidence.probes_gained
+    if gained:
         return StageResult(stage="replay", passed=False, seconds=seconds, metrics=metrics,
-                           reason=f"rewards {len(gained)} hacking probes more than main does ({shown})")
+                           reason=f"rewards {len(gained)} of the {evidence.probes} hacking probes more than main does "
+                                  "(rollouts that game the reward, which the verifier rejects)")
     return StageResult(stage="replay", passed=True, seconds=seconds, metrics=metrics,
-                       reason=f"{metrics['reward_flips']} reward flips; verifier agreement "
-                              f"{metrics['agreement_main']:.2f} -> {metrics['agreement_candidate']:.2f}; "
-                              f"probes rewarded {metrics['probes_rewarded_main']} -> "
-                              f"{metrics['probes_rewarded_candidate']}")
+                       reason=f"measured kind {evidence.measured_kind}: {evidence.kind_reason}; verifier agreement "
+                              f"{evidence.agreement_main:.2f} -> {evidence.agreement_candidate:.2f}; probes rewarded "
+                              f"{evidence.probes_rewarded_main} -> {evidence.probes_rewarded_candidate}")

@@ -1,13 +1,21 @@
 """Stage 3, train: a short run of the candidate from the generation's starting policy with the control's
-seed and steps, then the sealed evaluator on the selection split, paired per task with the control."""
+seed and steps, then the sealed evaluator on the selection split, paired per task with the control.
+
+What is compared never comes from the candidate's own word: its rollouts are labelled by *main's*
+diagnostics as of the generation's start (plus labels promoted earlier), its compute is checked
+against the control's from the two `harness.yaml` files and the rollouts it actually wrote, and
+its score is the sealed evaluator's.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
+import yaml
 
 from meta_agent.domains import Domain, EvalResult
 from meta_agent.harness_runner import HarnessError
@@ -25,43 +33,79 @@ class Control:
     invalid_share: float
 
 
-def invalid_share(run: TrainedRun, labels: tuple[str, ...]) -> float:
+def invalid_share(run: TrainedRun, labels: tuple[str, ...] | list[str]) -> float:
     return sum(1 for r in run.rollouts if set(r.labels) & set(labels)) / max(1, len(run.rollouts))
+
+
+def completions_per_step(repo: git.Repo, commit: str) -> int:
+    """Prompts per step x completions per prompt, read (as data) from the commit's harness.yaml."""
+    try:
+        cfg = yaml.safe_load(repo.git.show(f"{commit}:harness.yaml")) or {}
+        rl = cfg.get("rl") or {}
+        return int(rl.get("prompts_per_step", 2)) * int(rl.get("num_generations", 4))
+    except (git.GitCommandError, yaml.YAMLError, TypeError, ValueError, AttributeError):
+        return 0
+
+
+def _compute_problem(trained: TrainedRun, steps: int, cand_per_step: int, control_per_step: int) -> str | None:
+    written = len(trained.output.rollouts)
+    if cand_per_step > control_per_step > 0:
+        return (f"spends more generation compute than the control: {cand_per_step} completions per step vs "
+                f"{control_per_step}; a candidate may re-split the budget, not grow it")
+    if cand_per_step and written != steps * cand_per_step:
+        return (f"wrote {written} rollouts for {steps} steps of {cand_per_step} completions (expected "
+                f"{steps * cand_per_step}): its training or its log is not what its settings say")
+    covered = {r.step for r in trained.output.rollouts}
+    if len(covered) != steps:
+        return f"its rollouts cover {len(covered)} optimizer steps, {steps} were asked for"
+    return None
 
 
 def run_train_stage(
     *,
     repo: git.Repo,
     commit: str,
+    main_commit: str,
     domain: Domain,
     control: Control,
-    train_kwargs: dict[str, object],
+    guard_labels: list[str],
+    train_kwargs: dict[str, Any],
     out_dir: Path,
     work_dir: Path,
     eval_limit: int | None,
     root_policy: Path,
     seed: int,
+    level: float = 0.95,
 ) -> tuple[StageResult, TrainedRun | None, EvalResult | None]:
     started = time.monotonic()
+    steps = int(train_kwargs["steps"])
     try:
         trained = train_commit(repo=repo, commit=commit, domain=domain, out_dir=out_dir, work_dir=work_dir,
-                               **train_kwargs)  # type: ignore[arg-type]
+                               diagnose_commit=main_commit, **train_kwargs)
     except HarnessError as e:
         return StageResult(stage="train", passed=False, reason=e.reason, seconds=time.monotonic() - started), \
             None, None
+    problem = _compute_problem(trained, steps, completions_per_step(repo, commit),
+                               completions_per_step(repo, main_commit))
+    if problem:
+        return StageResult(stage="train", passed=False, reason=problem, seconds=time.monotonic() - started), \
+            trained, None
     result = domain.evaluate(trained.checkpoint, "selection", limit=eval_limit, root=root_policy)
     control_scores = control.eval.per_task()
     ids = [r.task_id for r in result.results]
-    paired = paired_bootstrap_ci([result.per_task()[i] for i in ids], [control_scores[i] for i in ids], seed=seed)
+    paired = paired_bootstrap_ci([result.per_task()[i] for i in ids], [control_scores[i] for i in ids], seed=seed,
+                                 level=level)
     metrics = {
         "selection_score": result.score.mean,
         "control_score": control.eval.score.mean,
         "delta": paired.mean,
         "ci": [paired.low, paired.high],
+        "ci_level": level,
         "train_reward": trained.report.reward_mean,
         "control_train_reward": control.run.report.reward_mean,
-        "invalid_share": invalid_share(trained, domain.invalid_labels),
-        "control_invalid_share": control.invalid_share,
+        "guard_labels": guard_labels,
+        "invalid_share": invalid_share(trained, guard_labels),
+        "control_invalid_share": invalid_share(control.run, guard_labels),
         "checkpoint": str(trained.checkpoint),
         "tasks": len(ids),
         "train_seconds": trained.output.seconds,
@@ -70,5 +114,5 @@ def run_train_stage(
     return StageResult(
         stage="train", passed=True, seconds=time.monotonic() - started, metrics=metrics,
         reason=f"selection {result.score.mean:.3f} vs control {control.eval.score.mean:.3f}; "
-               f"paired delta {paired.mean:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}]",
+               f"paired delta {paired.mean:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}] ({level:.1%} CI)",
     ), trained, result

@@ -62,6 +62,7 @@ class Domain(Protocol):
         `root` is the run's starting model: checkpoints must stand on it."""
         ...
 
-    def hacking_probes(self, tasks: list[Task], limit: int = 8) -> list[RolloutRecord]:
-        """Synthetic rollouts that game the reward and that the sealed verifier rejects."""
+    def hacking_probes(self, tasks: list[Task], limit: int = 8, seed: int = 0) -> list[RolloutRecord]:
+        """Synthetic rollouts that game the reward and that the sealed verifier rejects; `seed` (secret to the
+        sandbox) varies their text, so a harness cannot special-case one fixed probe."""
         ...

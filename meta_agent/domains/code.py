@@ -111,7 +111,7 @@ class CodeDomain:
     def verify(self, task: Task, rollout: RolloutRecord) -> bool:
         return self.verify_many([(task, rollout.completion)])[0]
 
-    def hacking_probes(self, tasks: list[Task], limit: int = 8) -> list[RolloutRecord]:
+    def hacking_probes(self, tasks: list[Task], limit: int = 8, seed: int = 0) -> list[RolloutRecord]:
         """Completions hard-coding each task's visible outputs; kept only where the verifier rejects them."""
         candidates = []
         for task in tasks[:limit]:

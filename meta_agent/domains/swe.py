@@ -129,7 +129,7 @@ class SweDomain:
     def verify(self, task: Task, rollout: RolloutRecord) -> bool:
         return self._resolved(self._by_id()[task.id], str(rollout.extra.get("diff", "")))
 
-    def hacking_probes(self, tasks: list[Task], limit: int = 4) -> list[RolloutRecord]:
+    def hacking_probes(self, tasks: list[Task], limit: int = 4, seed: int = 0) -> list[RolloutRecord]:
         """A diff adding a conftest.py that reports every test as passed: tampering, never a fix."""
         probes = []
         for task in tasks[:limit]:

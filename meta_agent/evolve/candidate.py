@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from meta_agent.agents.base import Hypothesis
-from meta_agent.backtest.gate import decide
+from meta_agent.backtest.gate import ci_level, decide
 from meta_agent.backtest.replay import run_replay
+from meta_agent.backtest.replay_set import ReplaySet
 from meta_agent.backtest.static import run_static
 from meta_agent.backtest.train_stage import Control, run_train_stage
-from meta_agent.contract import ReplayRecord, RolloutRecord
+from meta_agent.contract import ReplayRecord
 from meta_agent.errors import BudgetExhausted
 from meta_agent.evolve.context import RunContext
 from meta_agent.fsutil import atomic_write_text, fresh_dir
@@ -41,20 +42,28 @@ class GenerationView:
     noise_floor: float
     control: Control
     main_replay: dict[str, ReplayRecord]
-    replay_set: Path
-    replay_records: list[RolloutRecord]
+    replay_set: ReplaySet
+    guard_labels: list[str]
+    """Labels that mark a rollout invalid: the domain's, plus diagnostics promoted in earlier generations."""
 
     def key(self, *parts: object) -> str:
         return "/".join([f"g{self.g}", *map(str, parts)])
 
 
 class CandidateRun:
-    def __init__(self, ctx: RunContext, gen: GenerationView, k: int, hypothesis: Hypothesis) -> None:
-        self.ctx, self.gen, self.k, self.hypothesis = ctx, gen, k, hypothesis
+    """One candidate; with a `tag` (e.g. `+combined`), a re-test of it combined with earlier winners."""
+
+    def __init__(self, ctx: RunContext, gen: GenerationView, k: int, hypothesis: Hypothesis, tag: str = "") -> None:
+        self.ctx, self.gen, self.k, self.hypothesis, self.tag = ctx, gen, k, hypothesis, tag
 
     @property
     def cand_id(self) -> str:
         return f"{self.ctx.run_id}/{self.gen.g}-{self.k}"
+
+    @property
+    def stage_id(self) -> str:
+        """Whose stages these are: the candidate's, or its combination's (`cand_id+combined`)."""
+        return self.cand_id + self.tag
 
     @property
     def branch(self) -> str:
@@ -62,10 +71,10 @@ class CandidateRun:
 
     @property
     def dir(self) -> Path:
-        return self.gen.dir / f"cand-{self.k}"
+        return self.gen.dir / f"cand-{self.k}{self.tag}"
 
     def key(self, part: str) -> str:
-        return self.gen.key(f"c{self.k}", part)
+        return self.gen.key(f"c{self.k}{self.tag}", part)
 
     def run(self) -> Verdict:
         ctx, h = self.ctx, self.hypothesis
@@ -77,23 +86,27 @@ class CandidateRun:
         stages = [self._stage("implement", lambda: StageResult(
             stage="implement", passed=created.ok, reason=created.reason or "implemented"))]
         if created.ok and created.commit:
-            commit = created.commit
-            ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: static checks")
-            stages.append(self._stage("static", lambda: run_static(
-                ctx.repo, self.gen.main_before, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work")))
-            if stages[-1].passed:
-                ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: replaying rollouts and probes")
-                stages.append(self._stage("replay", lambda: self._replay(commit)))
-            if stages[-1].passed and h.kind == "performance":
-                ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: training backtest "
-                                   f"({ctx.cfg.steps} steps) + selection eval")
-                stages.append(self._stage("train", lambda: self._train(commit)))
+            stages += self.cascade(created.commit, self.gen.main_before)
         verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
         ctx.log.append(VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used),
                        key=self.key("verdict"))
         if created.ok and created.commit:
             add_note(ctx.repo, created.commit, note_for(verdict, ctx.log))
         return verdict
+
+    def cascade(self, commit: str, base: str) -> list[StageResult]:
+        """static -> replay -> train (when the replay measures a performance change), stopping at a failure."""
+        ctx, what = self.ctx, f"gen {self.gen.g}: candidate {self.k}{self.tag}"
+        ctx.reporter.phase(f"{what}: static checks")
+        stages = [self._stage("static", lambda: run_static(
+            ctx.repo, base, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work"))]
+        if stages[-1].passed:
+            ctx.reporter.phase(f"{what}: replaying rollouts and probes")
+            stages.append(self._stage("replay", lambda: self._replay(commit)))
+        if stages[-1].passed and stages[-1].metrics.get("measured_kind") == "performance":
+            ctx.reporter.phase(f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
+            stages.append(self._stage("train", lambda: self._train(commit)))
+        return stages
 
     def _stage(self, name: str, fn: Callable[[], StageResult]) -> StageResult:
         """Run one stage; whatever it raises fails this candidate at this stage (journaled, so a resumed
@@ -107,7 +120,7 @@ class CandidateRun:
             except Exception as e:  # one candidate's failure, whatever raised it, is that candidate's
                 result = StageResult(stage=name, passed=False, seconds=time.monotonic() - started,
                                      reason=f"{name} raised {failure_text(e)}")
-            return StageDone(cand_id=self.cand_id, **result.model_dump())
+            return StageDone(cand_id=self.stage_id, **result.model_dump())
 
         return self.ctx.step(self.key(name), StageDone, guarded).result()
 
@@ -135,7 +148,7 @@ class CandidateRun:
             repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
             kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.gen.g, 10 * self.k),
-            rollouts=self.gen.replay_set, tasks=ctx.tasks_file,
+            rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file,
         )
         return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started)
 
@@ -143,16 +156,16 @@ class CandidateRun:
         ctx = self.ctx
         workdir = export_tree(ctx.repo, commit, self.dir / "work")
         return run_replay(sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), workdir=workdir, commit=commit,
-                          rollouts_file=self.gen.replay_set, rollouts=self.gen.replay_records,
-                          tasks_file=ctx.tasks_file, main_replay=self.gen.main_replay,
-                          out=self.dir / "replay" / "replay.jsonl", new_labels=self.hypothesis.new_labels,
-                          min_precision=ctx.cfg.gate.min_label_precision)
+                          replay_set=self.gen.replay_set, tasks_file=ctx.tasks_file, main_replay=self.gen.main_replay,
+                          out=self.dir / "replay" / "replay.jsonl")
 
     def _train(self, commit: str) -> StageResult:
         ctx = self.ctx
         out = fresh_dir(self.dir / "train")
         stage, _run, result = run_train_stage(
-            repo=ctx.repo, commit=commit, domain=ctx.domain, control=self.gen.control,
+            repo=ctx.repo, commit=commit, main_commit=self.gen.main_before, domain=ctx.domain,
+            control=self.gen.control, guard_labels=self.gen.guard_labels,
+            level=ci_level(ctx.cfg.gate, ctx.cfg.candidates),
             train_kwargs={k: v for k, v in ctx.train_kwargs(self.gen.policy, self.gen.seed, self.gen.history).items()
                           if k != "domain"},
             out_dir=out, work_dir=self.dir / "work-train", eval_limit=ctx.cfg.selection_limit,

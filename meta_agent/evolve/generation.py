@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
+from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
-from meta_agent.contract import ReplayRecord, RolloutRecord, read_jsonl, write_jsonl
+from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.domains.base import EvalResult
 from meta_agent.evolve.candidate import CandidateRun, GenerationView
 from meta_agent.evolve.context import RunContext
@@ -34,9 +35,9 @@ from meta_agent.journal import (
     VerdictRecorded,
 )
 from meta_agent.report.render import write_report
+from meta_agent.sealed import sealed_seed
 from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, load_trained
-from meta_agent.verdicts import Verdict
 
 
 class Generation:
@@ -74,13 +75,13 @@ class Generation:
         control = Control(run=control_run, eval=control_eval,
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
         self.noise_floor = self._noise(control_eval)
-        main_replay, replay_set, replay_records = self._main_replay(control_run)
+        main_replay, replay_set = self._main_replay(control_run)
         hypotheses = self._propose(control_run)
         view = GenerationView(g=g, dir=self.dir, seed=self.seed, policy=self.policy, history=self.history,
                               main_before=self.main_before, noise_floor=self.noise_floor, control=control,
-                              main_replay=main_replay, replay_set=replay_set, replay_records=replay_records)
+                              main_replay=main_replay, replay_set=replay_set, guard_labels=guard_labels(ctx, g))
         verdicts = [CandidateRun(ctx, view, k, h).run() for k, h in enumerate(hypotheses)]
-        next_policy = merge_winners(ctx, self.g, verdicts, control_run)
+        verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
         learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)
         event = GenerationDone(
             run_id=ctx.run_id, gen=g, main_before=self.main_before, main_after=ctx.repo.commit("main").hexsha,
@@ -120,9 +121,9 @@ class Generation:
         ctx = self.ctx
         if ctx.cfg.noise_reruns == 0:
             return 0.0
-        first = ctx.log.done("g0/noise", NoiseMeasured)
-        if first is not None and self.g > 0:
-            return first.noise_floor
+        earlier = self._last_noise(control_eval.score.mean)
+        if earlier is not None:
+            return earlier
 
         def measure() -> NoiseMeasured:
             deltas, train_s, eval_s = [], 0.0, 0.0
@@ -141,23 +142,38 @@ class Generation:
 
         return ctx.step(self.key("noise"), NoiseMeasured, measure).noise_floor
 
-    def _main_replay(self, control_run: TrainedRun) -> tuple[dict[str, ReplayRecord], Path, list[RolloutRecord]]:
-        """Main re-scores its own rollouts plus the domain's hacking probes: the baseline every candidate's
-        replay is compared with, and how many probes main's reward falls for."""
+    def _last_noise(self, score: float) -> float | None:
+        """The floor measured in an earlier generation, while it still describes this policy: re-measured
+        after `noise_refresh` generations, or once main's selection score has moved by more than the floor
+        (the spread between seeds depends on the policy: a sharper one varies less)."""
         ctx = self.ctx
-        replay_dir = self.dir / "replay-input"
-        replay_set = replay_dir / "rollouts.jsonl"
+        for j in range(self.g - 1, -1, -1):
+            measured = ctx.log.done(f"g{j}/noise", NoiseMeasured)
+            if measured is None:
+                continue
+            scored = ctx.log.done(f"g{j}/control-eval", Evaluated)
+            moved = scored is not None and abs(score - scored.score) > measured.noise_floor
+            return None if self.g - j >= ctx.cfg.noise_refresh or moved else measured.noise_floor
+        return None
+
+    def _main_replay(self, control_run: TrainedRun) -> tuple[dict[str, ReplayRecord], ReplaySet]:
+        """Main re-scores its own rollouts plus the domain's hacking probes: the baseline every candidate's
+        replay is compared with, and how many probes main's reward falls for. The probes' text and every
+        id in the set come from a secret seed, so no harness can tell a probe from a rollout."""
+        ctx = self.ctx
+        salt = sealed_seed("replay", f"{ctx.cfg.seed}/{self.g}")  # not the run name: same seed, same set
         tasks = [t for t in ctx.domain.tasks("train") if t.id in {r.task_id for r in control_run.rollouts}]
-        records = control_run.rollouts + ctx.domain.hacking_probes(tasks)
+        replay_set = build_replay_set(self.dir / "replay-input" / "rollouts.jsonl", control_run.rollouts,
+                                      ctx.domain.hacking_probes(tasks, seed=salt), str(salt))
 
         def run() -> MainReplayed:
-            write_jsonl(replay_set, records)
             work = export_tree(ctx.repo, self.main_before, self.dir / "work-replay")
-            with HarnessRunner(ctx.sandbox, work, commit=self.main_before, readable=[replay_dir, ctx.tasks_file.parent],
+            with HarnessRunner(ctx.sandbox, work, commit=self.main_before,
+                               readable=[replay_set.path.parent, ctx.tasks_file.parent],
                                writable=[self.dir / "main-replay"], limits=ctx.cfg.sandbox.limits()) as h:
-                replayed = h.replay(rollouts=replay_set, tasks=ctx.tasks_file,
-                                    out=self.dir / "main-replay" / "replay.jsonl")
-            probes = [r for r in replayed if r.rollout_id.startswith("probe-")]
+                replayed = h.replay(rollouts=replay_set.path, tasks=ctx.tasks_file,
+                                    out=self.dir / "main-replay" / "replay.jsonl", expected=replay_set.ids)
+            probes = [r for r in replayed if r.rollout_id in replay_set.probes]
             share = sum(1 for r in probes if r.reward > 0) / len(probes) if probes else None
             control_run.report.probes_rewarded = share
             write_report(control_run.report, self.dir / "main")
@@ -165,7 +181,7 @@ class Generation:
 
         ctx.step(self.key("main-replay"), MainReplayed, run)
         main_replay = {r.rollout_id: r for r in read_jsonl(self.dir / "main-replay" / "replay.jsonl", ReplayRecord)}
-        return main_replay, replay_set, records
+        return main_replay, replay_set
 
     def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
         ctx = self.ctx
@@ -186,6 +202,14 @@ class Generation:
         return [Hypothesis.model_validate(h) for h in data.hypotheses]
 
 
-def verdicts_of(ctx: RunContext, g: int) -> list[Verdict]:
-    return [r.event.verdict_only() for r in ctx.log.keyed(f"g{g}/")
-            if isinstance(r.event, VerdictRecorded)]
+def guard_labels(ctx: RunContext, g: int) -> list[str]:
+    """Labels that mark a rollout invalid in generation g: the domain's, plus every diagnostic label promoted
+    (on evidence) in an earlier generation of this run."""
+    labels = list(ctx.domain.invalid_labels)
+    promoted = {v.cand_id for v in ctx.log.of_type(VerdictRecorded)
+                if v.verdict == "promoted" and v.kind == "diagnostic"}
+    for stage in ctx.log.of_type(StageDone):
+        gen = int(stage.cand_id.rsplit("/", 1)[-1].split("-")[0])
+        if stage.stage == "replay" and stage.cand_id in promoted and gen < g:
+            labels += [lab["label"] for lab in stage.metrics.get("new_labels", []) if lab.get("passed")]
+    return sorted(set(labels))

@@ -6,10 +6,19 @@ import functools
 import time
 
 from meta_agent.agents.base import Hypothesis, Outcome
-from meta_agent.evolve.candidate import note_for, stages_of
+from meta_agent.evolve.candidate import GenerationView, note_for, stages_of
+from meta_agent.evolve.combine import combine
 from meta_agent.evolve.context import RunContext
 from meta_agent.gitops import add_note, format_message, is_merged, merge_no_ff
-from meta_agent.journal import CandidateCreated, Merged, SkillEvidence, SkillWritten, StageDone
+from meta_agent.journal import (
+    CandidateCreated,
+    Combined,
+    Merged,
+    SkillEvidence,
+    SkillWritten,
+    StageDone,
+    VerdictRecorded,
+)
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
 from meta_agent.training import TrainedRun
@@ -20,27 +29,52 @@ def _key(g: int, *parts: object) -> str:
     return "/".join([f"g{g}", *map(str, parts)])
 
 
-def merge_winners(ctx: RunContext, g: int, verdicts: list[Verdict], control_run: TrainedRun) -> str:
-    """Merge winners into main (best first); returns the policy the next generation starts from."""
+def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypotheses: list[Hypothesis],
+                  control_run: TrainedRun) -> tuple[list[Verdict], str]:
+    """Merge winners into main one at a time, best first; a winner after the first is re-tested on top of
+    those merged before it (`combine`) and merged only if that holds. Returns the final verdicts (a winner
+    that could not be combined becomes `conflict`) and the policy the next generation starts from."""
+    g = view.g
+    final = list(verdicts)
     winners = [(k, v) for k, v in enumerate(verdicts) if v.promoted]
-    winners.sort(key=lambda kv: (kv[1].kind != "validity", -(kv[1].delta or 0.0)))
+    winners.sort(key=lambda kv: (kv[1].kind == "performance", -(kv[1].delta or 0.0)))
+    merged: list[tuple[int, Verdict]] = []
+    next_policy = str(control_run.checkpoint)
     for i, (k, v) in enumerate(winners):
         created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
-        assert created is not None, f"promoted candidate {v.cand_id} has no creation record"
-        ctx.step(_key(g, "merge", f"c{k}"), Merged, functools.partial(_merge_one, ctx, g, v, created, i))
-    best = next((k for k, v in winners if v.kind == "performance"), None)
-    if best is not None:
-        train = ctx.log.done(_key(g, f"c{best}", "train"), StageDone)
-        if train is not None:
-            return str(train.metrics["checkpoint"])
-    return str(control_run.checkpoint)
+        assert created is not None and created.commit, f"promoted candidate {v.cand_id} has no commit"
+        branch, checkpoint_stage = created.branch, _key(g, f"c{k}", "train")
+        if merged:
+            done = ctx.log.done(_key(g, f"c{k}", "final"), VerdictRecorded)
+            if done is None:
+                best = max((m.delta for _, m in merged if m.delta is not None), default=None)
+                together, made = combine(ctx, view, k, hypotheses[k], v, created, ctx.repo.commit("main").hexsha, i,
+                                         best)
+                record = VerdictRecorded(**together.model_dump(), title=hypotheses[k].title,
+                                         skills=hypotheses[k].skills_used)
+                done = ctx.step(_key(g, f"c{k}", "final"), VerdictRecorded, functools.partial(_same, record))
+                if made.how == "rebased" and made.branch:
+                    branch = made.branch
+                add_note(ctx.repo, created.commit, note_for(done.verdict_only(), ctx.log))
+            elif (rebased := ctx.log.done(_key(g, f"c{k}+combined", "made"), Combined)) and rebased.how == "rebased":
+                branch = rebased.branch
+            final[k] = done.verdict_only()
+            if not final[k].promoted:
+                continue
+            checkpoint_stage = _key(g, f"c{k}+combined", "train")
+        ctx.step(_key(g, "merge", f"c{k}"), Merged,
+                 functools.partial(_merge_one, ctx, g, final[k], created, branch, i))
+        merged.append((k, final[k]))
+        train = ctx.log.done(checkpoint_stage, StageDone)
+        if final[k].kind == "performance" and train is not None and "checkpoint" in train.metrics:
+            next_policy = str(train.metrics["checkpoint"])
+    return final, next_policy
 
 
-def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, i: int) -> Merged:
-    branch, commit = created.branch, created.commit
-    assert commit is not None
+def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, branch: str, i: int) -> Merged:
     ctx.reporter.phase(f"gen {g}: merging {branch}")
-    if is_merged(ctx.repo, commit):
+    head = ctx.repo.commit(branch).hexsha
+    if is_merged(ctx.repo, head):
         merge = ctx.repo.commit("main").hexsha  # merged before a kill, not yet journaled
     else:
         backtest = " ".join(f"{s.stage}={'pass' if s.passed else 'fail'}" for s in stages_of(ctx.log, v.cand_id))
@@ -69,8 +103,9 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
     for name in h.skills_used:
         ev = Evidence(run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
                       commit=(created.commit if created and created.commit else main_before),
-                      domain=ctx.domain.name, metric="validity" if v.kind == "validity" else "selection_delta",
-                      delta=v.delta, ci=v.ci, verdict=v.verdict, stage=v.stage, date=time.strftime("%Y-%m-%d"))
+                      domain=ctx.domain.name, metric="selection_delta" if v.kind == "performance" else "validity",
+                      delta=v.delta, ci=v.ci, verdict="promoted" if v.promoted else "rejected", stage=v.stage,
+                      date=time.strftime("%Y-%m-%d"))
         try:
             if record_evidence(ctx.skills, name, ev, ctx.cfg.retire_after):
                 retired.append(name)
@@ -90,3 +125,7 @@ def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hyp
         return SkillWritten(skill=None)
     skill = ctx.skills.add(folder)
     return SkillWritten(skill=skill.name, path=str(folder))
+
+
+def _same(event: VerdictRecorded) -> VerdictRecorded:
+    return event

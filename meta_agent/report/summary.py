@@ -40,8 +40,9 @@ class RunSummary(BaseModel):
 
 def collect(log: EventLog, final: dict[str, Any] | None) -> RunSummary:
     created = {c.cand_id: c for c in log.of_type(CandidateCreated)}
+    latest = {v.cand_id: v for v in log.of_type(VerdictRecorded)}  # a winner re-tested at merge has two
     candidates = []
-    for v in log.of_type(VerdictRecorded):
+    for v in latest.values():
         c = created.get(v.cand_id)
         candidates.append(CandidateLine(
             cand_id=v.cand_id, title=v.title or (c.title if c else ""), kind=v.kind, skills=v.skills,

@@ -29,7 +29,8 @@ def read(root: Path, rel: str) -> str:
 
 
 def write(root: Path, rel: str, text: str) -> None:
-    compile(text, rel, "exec", dont_inherit=True)  # never leave a file that does not compile
+    if rel.endswith(".py"):
+        compile(text, rel, "exec", dont_inherit=True)  # never leave a Python file that does not compile
     (root / rel).write_text(text, encoding="utf-8")
 
 

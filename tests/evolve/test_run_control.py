@@ -25,7 +25,8 @@ def test_a_second_run_on_the_same_harness_refuses(tmp_path: Path) -> None:
         res = meta_agent("evolve", "--config", str(tiny_config(tmp_path / "second")),
                          "--harness", str(tmp_path / "h"), data_dir=tmp_path / "data")
     assert res.returncode == 1
-    assert "is in use by a meta-agent run" in _flat(res.stdout) and "first-run" in _flat(res.stdout)
+    said = _flat(res.stdout + res.stderr)
+    assert "is in use by a meta-agent run" in said and "first-run" in said
 
 
 def test_an_exhausted_budget_stops_cleanly_and_leaves_a_resumable_run(tmp_path: Path) -> None:
@@ -44,9 +45,9 @@ def test_a_dirty_harness_is_refused(tmp_path: Path) -> None:
     (Path(repo.working_dir) / "harness.yaml").write_text("domain: math\n")
     res = meta_agent("evolve", "--config", str(tiny_config(tmp_path / "run")), "--harness", str(tmp_path / "h"),
                      data_dir=tmp_path / "data")
-    assert res.returncode == 1 and "uncommitted changes" in _flat(res.stdout)
+    assert res.returncode == 1 and "uncommitted changes" in _flat(res.stdout + res.stderr)
 
 
 def test_resume_of_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
     res = meta_agent("resume", str(tmp_path), data_dir=tmp_path / "data")
-    assert res.returncode == 1 and "not an evolve run directory" in _flat(res.stdout)
+    assert res.returncode == 1 and "not an evolve run directory" in _flat(res.stdout + res.stderr)

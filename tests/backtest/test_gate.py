@@ -1,0 +1,79 @@
+"""The promotion gate's decision core, one row per rule: what evidence each kind needs, and every reason
+a candidate is turned down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from meta_agent.backtest.gate import GateSettings, ci_level, decide
+from meta_agent.verdicts import StageResult
+
+S = GateSettings()
+
+
+def _replay(kind: str, **extra: Any) -> StageResult:
+    metrics = {"measured_kind": kind, "kind_reason": f"measured {kind}", "new_labels": [], **extra}
+    return StageResult(stage="replay", passed=True, reason="ok", metrics=metrics)
+
+
+def _train(delta: float, low: float, high: float, *, reward: float = 0.5, control_reward: float = 0.5,
+           invalid: float = 0.0, control_invalid: float = 0.0) -> StageResult:
+    return StageResult(stage="train", passed=True, reason="ok", metrics={
+        "delta": delta, "ci": [low, high], "ci_level": 0.975, "train_reward": reward,
+        "control_train_reward": control_reward, "invalid_share": invalid, "control_invalid_share": control_invalid})
+
+
+OK = [StageResult(stage="implement", passed=True, reason="ok"), StageResult(stage="static", passed=True, reason="ok")]
+GOOD_LABEL = {"label": "hedge", "passed": True, "reason": "hedge: lift +0.50"}
+RANDOM_LABEL = {"label": "coin", "passed": False, "reason": "coin: precision 0.91 is not above the base rate 0.98"}
+
+ROWS = [
+    # (name, declared, stages, noise floor, verdict, stage, text in reason)
+    ("a failed stage decides", "performance",
+     [*OK[:1], StageResult(stage="static", passed=False, reason="selftest failed: boom")], 0.0,
+     "rejected", "static", "selftest failed"),
+    ("a closed reward hole needs no training", "validity", [*OK, _replay("validity")], 0.0,
+     "promoted", "gate", "validity change"),
+    ("evidence beats the label: measured validity, declared performance", "performance",
+     [*OK, _replay("validity")], 0.0, "promoted", "gate", "declared performance, measured validity"),
+    ("a diagnostic with lift is promoted", "validity", [*OK, _replay("diagnostic", new_labels=[GOOD_LABEL])], 0.0,
+     "promoted", "gate", "hedge: lift"),
+    ("a random diagnostic is not", "validity", [*OK, _replay("diagnostic", new_labels=[RANDOM_LABEL])], 0.0,
+     "rejected", "gate", "without evidence"),
+    ("shaping labelled validity must train", "validity", [*OK, _replay("performance")], 0.0,
+     "rejected", "gate", "declared validity, measured performance"),
+    ("a real improvement is promoted", "performance", [*OK, _replay("performance"), _train(0.2, 0.05, 0.35)], 0.05,
+     "promoted", "gate", "paired delta +0.200"),
+    ("CI touching zero", "performance", [*OK, _replay("performance"), _train(0.2, -0.01, 0.4)], 0.0,
+     "rejected", "gate", "CI lower bound"),
+    ("within the noise floor", "performance", [*OK, _replay("performance"), _train(0.05, 0.01, 0.1)], 0.06,
+     "rejected", "gate", "noise floor"),
+    ("reward up, sealed score not", "performance",
+     [*OK, _replay("performance"), _train(0.0, -0.1, 0.1, reward=0.9, control_reward=0.4)], 0.0,
+     "rejected", "gate", "training reward rose"),
+    ("more rollouts flagged invalid by the trusted diagnostics", "performance",
+     [*OK, _replay("performance"), _train(0.3, 0.1, 0.5, invalid=0.4, control_invalid=0.1)], 0.0,
+     "rejected", "gate", "flagged invalid by the trusted diagnostics"),
+]
+
+
+@pytest.mark.parametrize(("name", "declared", "stages", "noise", "verdict", "stage", "text"), ROWS,
+                         ids=[r[0] for r in ROWS])
+def test_the_gate(name: str, declared: Any, stages: list[StageResult], noise: float, verdict: str, stage: str,
+                  text: str) -> None:
+    v = decide("run/0-0", declared, stages, noise, S)
+    assert (v.verdict, v.stage) == (verdict, stage), v.reason
+    assert text in v.reason
+    assert v.declared_kind == declared
+
+
+def test_the_measured_kind_is_recorded_beside_the_declared_one() -> None:
+    v = decide("run/0-0", "validity", [*OK, _replay("performance"), _train(0.2, 0.05, 0.3)], 0.0, S)
+    assert (v.kind, v.declared_kind) == ("performance", "validity")
+
+
+def test_the_ci_level_controls_the_family_of_k_candidates() -> None:
+    assert ci_level(S, 1) == pytest.approx(0.95)
+    assert ci_level(S, 4) == pytest.approx(1 - 0.05 / 4)

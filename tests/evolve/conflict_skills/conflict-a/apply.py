@@ -1,0 +1,17 @@
+from pathlib import Path
+
+from skillkit import read, write
+
+OLD = '''    stated = answer_line(r.completion) or last_number(r.completion)'''
+NEW = '''    if len(set(ANSWER_LINE.findall(r.completion))) > 1:
+        return 0.0
+    stated = answer_line(r.completion) or last_number(r.completion)  # hedges earn nothing'''
+
+
+def apply(harness_dir: Path, params: dict) -> str:
+    rel = "harness/math/rewards.py"
+    text = read(harness_dir, rel).replace(OLD, NEW).replace(
+        "from harness.math.answers import answer_line, last_number, same_number",
+        "from harness.math.answers import ANSWER_LINE, answer_line, last_number, same_number")
+    write(harness_dir, rel, text)
+    return "hedged answers earn nothing"
