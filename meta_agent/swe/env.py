@@ -27,11 +27,15 @@ def require_pytest() -> None:
 
 
 def deps_dir(deps: list[str]) -> Path | None:
-    """The directory holding `deps` (installed now if missing); None when there are none."""
+    """The directory holding `deps` (installed now if missing); None when there are none.
+
+    The path is resolved: sandboxes bind a mount at its real path, so a cache reached through
+    a symlink must not leave the unresolved path on sys.path.
+    """
     if not deps:
         return None
     key = hashlib.sha256("\n".join(sorted(deps)).encode()).hexdigest()[:16]
-    target = cache_dir() / "swe" / "envs" / key
+    target = (cache_dir() / "swe" / "envs").resolve() / key
     if (target / ".complete").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

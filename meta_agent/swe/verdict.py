@@ -23,7 +23,7 @@ from meta_agent.swe.env import deps_dir, deps_mounts
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.layout import is_test_path, list_files
 from meta_agent.swe.mutate import parse
-from meta_agent.swe.testrun import PASSED, run_tests
+from meta_agent.swe.testrun import PASSED, GradingError, run_tests
 from sandboxes import Limits, Sandbox
 
 EVAL_LIMITS = Limits(memory_mb=4096, cpus=1.0, pids=256)
@@ -145,9 +145,15 @@ def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> P
                 return verdict
         setup = instance.test_setup()
         deps = deps_dir(setup.deps)
-        with sandbox.open(root, mounts=deps_mounts(deps), limits=EVAL_LIMITS) as session:
-            report = run_tests(session, root, setup, select=[*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS],
-                               timeout=setup.timeout_s, deps_dir=deps)
+        try:
+            with sandbox.open(root, mounts=deps_mounts(deps), limits=EVAL_LIMITS) as session:
+                report = run_tests(session, root, setup, select=[*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS],
+                                   timeout=setup.timeout_s, deps_dir=deps)
+        except GradingError as e:
+            # No verdict from a run whose exit status contradicts its outcomes: never a pass.
+            verdict.tests = {t: e.report.outcome(t) for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]}
+            verdict.detail = str(e)[:2000]
+            return verdict
         verdict.tests = {t: report.outcome(t) for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]}
         verdict.fail_to_pass_passed = sum(verdict.tests[t] == PASSED for t in instance.FAIL_TO_PASS)
         verdict.pass_to_pass_passed = sum(verdict.tests[t] == PASSED for t in instance.PASS_TO_PASS)
