@@ -166,8 +166,8 @@ def show(
                   highlight=False)
     console.print(f"repository: {repo_path(inst)}", highlight=False)
     setup = inst.test_setup()
-    console.print(f"setup: python_path={setup.python_path} deps={setup.deps} timeout={setup.timeout_s}s",
-                  highlight=False)
+    console.print(f"setup: python_path={setup.python_path} deps={setup.deps} pytest_args={setup.pytest_args} "
+                  f"timeout={setup.timeout_s}s", highlight=False, soft_wrap=True)
     console.print(f"FAIL_TO_PASS ({len(inst.FAIL_TO_PASS)}): " + ", ".join(inst.FAIL_TO_PASS[:10]), highlight=False)
     console.print(f"PASS_TO_PASS: {len(inst.PASS_TO_PASS)} tests\n", highlight=False)
     console.print(inst.problem_statement, highlight=False, markup=False)

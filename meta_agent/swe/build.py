@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
-from meta_agent.swe.env import deps_dir, require_pytest
+from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup
 from meta_agent.swe.layout import is_source_path, is_test_module, python_path
@@ -80,7 +80,8 @@ class ProjectBuilder:
         self.setup = TestSetup(python_path=python_path(files), deps=deps, pytest_args=pytest_args)
         self.work = work_dir(self.repo.path.name, self.base, deps, pytest_args)
         self.log = MutantLog(self.work)
-        self.deps: Path | None = None
+        self.env = Path()
+        """The test venv (pytest + deps), made when the build starts."""
 
     # -- base run -------------------------------------------------------------------------------------------
     def base_run(self, slots: Slots) -> BaseRun:
@@ -93,8 +94,8 @@ class ProjectBuilder:
         try:
             with slots.borrow() as (root, session):
                 traced = run_tests(session, root, self.setup, files=test_files, timeout=1800,
-                                   trace_files=[root / f for f in sources], deps_dir=self.deps)
-                plain = run_tests(session, root, self.setup, files=test_files, timeout=1800, deps_dir=self.deps)
+                                   trace_files=[root / f for f in sources], env=self.env)
+                plain = run_tests(session, root, self.setup, files=test_files, timeout=1800, env=self.env)
         except GradingError as e:
             raise SweTaskError(f"{self.repo_name}: running the suite at the base commit: {e}") from e
         passing = sorted(traced.passed() & plain.passed())
@@ -149,7 +150,7 @@ class ProjectBuilder:
         target = root / m.file
         target.write_text(mutated, encoding="utf-8")
         try:
-            return run_tests(session, root, self.setup, select=judged, timeout=timeout, deps_dir=self.deps,
+            return run_tests(session, root, self.setup, select=judged, timeout=timeout, env=self.env,
                              stall_timeout=stall_timeout)
         finally:
             target.write_text(original, encoding="utf-8")
@@ -290,8 +291,8 @@ class ProjectBuilder:
         result = ProjectResult(self.repo_name)
         with ExitStack() as stack:
             stack.enter_context(FileLock(str(self.work / "build.lock")))
-            self.deps = deps_dir(self.setup.deps)
-            slots = Slots(self.repo, self.base, self.sandbox, self.workers, self.deps, stack)
+            self.env = project_env(self.setup.deps)
+            slots = Slots(self.repo, self.base, self.sandbox, self.workers, self.env, stack)
             base = self.base_run(slots)
             order = self.candidates(base)
             records = self.log.load()
@@ -368,7 +369,6 @@ def build_tasks(
     `pytest_args` are stored in every instance and used by every later run of its tests.
     All sources are fetched and checked for tests before any of them is built.
     """
-    require_pytest()
     backend = get_backend(sandbox) if isinstance(sandbox, str) else sandbox
     console = console or Console(stderr=True)
     builders = [ProjectBuilder(source, backend, max_instances=max_per_project, seed=seed, workers=workers,

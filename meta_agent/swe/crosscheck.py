@@ -2,7 +2,7 @@
 
 An independent check of the builder and of the runner's grading: for each instance the
 buggy tree and the gold-patched tree are tested by `python -m pytest` from a venv made
-from the project's sdist (pytest pinned to the host's version, plus the instance's deps),
+from the project's sdist (plus the pinned pytest and the instance's deps),
 the checkout first on PYTHONPATH as with an editable install. Per-test outcomes come from
 pytest's own JUnit XML report. The instance agrees when every FAIL_TO_PASS test fails on
 the buggy tree, every PASS_TO_PASS test passes there, and all of them pass with the gold patch.
@@ -21,7 +21,6 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from importlib.metadata import version
 from pathlib import Path
 
 from filelock import FileLock
@@ -29,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from meta_agent.paths import cache_dir
 from meta_agent.swe.checkout import checkout
+from meta_agent.swe.env import env_requirements
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.sdist import fetch_sdist
@@ -63,9 +63,9 @@ def _sdist_name(instance: SweInstance) -> str | None:
 
 
 def venv_for(instance: SweInstance, log: Callable[[str], None] = lambda _: None) -> Path:
-    """A venv (cached) with the project's sdist, pytest at the host's version and the instance's deps."""
+    """A venv (cached) with the project's sdist installed, the pinned pytest and the instance's deps."""
     name = _sdist_name(instance)
-    reqs = [f"pytest=={version('pytest')}", *instance.test_setup().deps]
+    reqs = env_requirements(instance.test_setup().deps)
     project = f"{name}-{instance.version}" if name else "no-sdist"
     key = hashlib.sha256(json.dumps([project, sorted(reqs)]).encode()).hexdigest()[:12]
     target = verify_envs_dir() / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', project)}-{key}"

@@ -17,9 +17,11 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from meta_agent.paths import cache_dir
+from meta_agent.swe.env import env_requirements
 
-GRADING_VERSION = 2
-"""Bump when the way a test run is judged changes. 2: a failed subtest, setup or teardown fails the test."""
+GRADING_VERSION = 3
+"""Bump when the way a test run is judged changes. 2: a failed subtest, setup or teardown fails the test;
+3: tests run in a venv holding only pytest and the deps, not meta-agent's own interpreter."""
 
 Status = Literal["kept", "survived", "broken", "timeout", "flaky", "invalid"]
 
@@ -54,7 +56,7 @@ class BaseRun(BaseModel):
 
 def work_dir(repo_dir_name: str, base_commit: str, deps: list[str], pytest_args: list[str]) -> Path:
     """The project's work directory for one test environment and grading rule."""
-    env = json.dumps({"deps": sorted(deps), "pytest_args": pytest_args, "grading": GRADING_VERSION})
+    env = json.dumps({"deps": env_requirements(deps), "pytest_args": pytest_args, "grading": GRADING_VERSION})
     key = f"{base_commit[:12]}-{hashlib.sha256(env.encode()).hexdigest()[:12]}"
     path = cache_dir() / "swe" / "work" / repo_dir_name / key
     path.mkdir(parents=True, exist_ok=True)

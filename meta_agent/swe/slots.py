@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from meta_agent.swe.env import deps_mounts
+from meta_agent.swe.env import env_mounts
 from meta_agent.swe.project import ProjectRepo
 from sandboxes import Limits, Sandbox, Session
 
@@ -62,7 +62,7 @@ class _Gate:
 class Slots:
     """Worker checkouts of the base tree; a mutant borrows one at a time."""
 
-    def __init__(self, repo: ProjectRepo, base: str, sandbox: Sandbox, count: int, deps: Path | None,
+    def __init__(self, repo: ProjectRepo, base: str, sandbox: Sandbox, count: int, env: Path,
                  stack: ExitStack) -> None:
         self._free: queue.Queue[tuple[Path, Session]] = queue.Queue()
         self._gate = _Gate()
@@ -70,7 +70,7 @@ class Slots:
         stack.callback(shutil.rmtree, self.tmp, True)
         for i in range(count):
             root = repo.export(base, self.tmp / f"slot{i}")
-            session = stack.enter_context(sandbox.open(root, mounts=deps_mounts(deps), limits=BUILD_LIMITS))
+            session = stack.enter_context(sandbox.open(root, mounts=env_mounts(env), limits=BUILD_LIMITS))
             self._free.put((root, session))
 
     @contextmanager

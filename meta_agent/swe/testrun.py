@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meta_agent.swe.env import env_python
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import TestSetup
 from sandboxes import Session
@@ -113,16 +113,14 @@ SANDBOX_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PY_COLORS": "0"}
 """Plugins installed beside pytest on the host must not change what a run means."""
 
 
-def run_env(root: Path, setup: TestSetup, deps_dir: Path | None) -> dict[str, str]:
-    """The environment of a test run: the checkout's import paths and the deps on PYTHONPATH.
+def run_env(root: Path, setup: TestSetup) -> dict[str, str]:
+    """The environment of a test run: the checkout's import paths on PYTHONPATH.
 
     The runner itself starts isolated (-I ignores PYTHONPATH) and sets its sys.path by hand;
     PYTHONPATH is for what the tests start: `python -m pkg` in a subprocess must import the
-    project and its deps as it would in a venv where both are installed.
+    project as it would from a venv where it is installed (the deps are in the venv itself).
     """
     paths = [os.path.normpath(root / p) for p in setup.python_path]
-    if deps_dir is not None:
-        paths.append(str(deps_dir))
     return {**SANDBOX_ENV, "PYTHONPATH": os.pathsep.join(paths)}
 
 
@@ -134,16 +132,16 @@ def run_tests(
     select: Iterable[str] | None = None,
     files: Iterable[str] | None = None,
     timeout: float,
+    env: Path,
     trace_files: Iterable[Path] = (),
-    deps_dir: Path | None = None,
     stall_timeout: float | None = None,
 ) -> TestReport:
     """Run pytest on `root` in `session`: the `select`ed node ids (their files only), or all of `files`.
 
     Raises GradingError when pytest's exit status contradicts the per-test outcomes.
     With `trace_files`, records which lines of those files each test executed (for choosing
-    the tests that can see a mutation). `deps_dir` is an extra import directory (mount it
-    read-only in the session); it is on the runner's sys.path and on the tests' PYTHONPATH.
+    the tests that can see a mutation). `env` is the project's test venv (`env.project_env`,
+    mounted in the session): its python runs the tests.
     `stall_timeout` ends the run (as timed out) once no test has finished for that many seconds.
     """
     selected = sorted(set(select)) if select is not None else None
@@ -159,14 +157,13 @@ def run_tests(
     spec_path = scratch / f"swe-spec-{token}.json"
     args = [*BASE_PYTEST_ARGS, f"--rootdir={root}", *setup.pytest_args]
     args += ["--", *targets]
-    python_path = [*setup.python_path, *([str(deps_dir)] if deps_dir is not None else [])]
-    spec = {"root": str(root), "python_path": python_path, "args": args, "select": selected,
+    spec = {"root": str(root), "python_path": setup.python_path, "args": args, "select": selected,
             "report": str(report_path), "trace_files": [str(p) for p in trace_files],
             "stall_timeout": stall_timeout}
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     try:
-        result = session.run([sys.executable, "-I", "-B", str(runner), str(spec_path)], timeout=timeout,
-                             cwd=root, env=run_env(root, setup, deps_dir))
+        result = session.run([str(env_python(env)), "-I", "-B", str(runner), str(spec_path)], timeout=timeout,
+                             cwd=root, env=run_env(root, setup))
         report = parse_report(report_path)
     finally:
         spec_path.unlink(missing_ok=True)

@@ -16,6 +16,7 @@ import git
 import pytest
 
 from meta_agent.swe.build import build_tasks
+from meta_agent.swe.env import project_env
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.sources import Source
 from sandboxes import Sandbox, get_backend
@@ -37,6 +38,12 @@ def swe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield fresh
     finally:
         os.environ["META_AGENT_CACHE"] = str(shared)
+
+
+@pytest.fixture(scope="package")
+def swe_env(swe_cache: Path) -> Path:
+    """The test venv with pytest and no deps (shared across sessions like the other downloads)."""
+    return project_env([])
 
 
 @pytest.fixture(scope="package")

@@ -16,6 +16,7 @@ from meta_agent.commands.tasks import app
 from meta_agent.swe import taskset
 from meta_agent.swe.build import build_tasks
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
+from meta_agent.swe.env import env_mounts
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import TestSetup
 from meta_agent.swe.sources import Source
@@ -57,11 +58,12 @@ def test_an_empty_split_is_warned_about(calc_repo: git.Repo, calc_instances: obj
     assert re.search(r"warning:.*split .*empty", " ".join(result.output.split())), result.output
 
 
-def test_the_runner_ends_a_run_whose_test_hangs(swe_sandbox: Sandbox, tmp_path: Path) -> None:
+def test_the_runner_ends_a_run_whose_test_hangs(swe_sandbox: Sandbox, swe_env: Path, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "hang", {"tests/test_hang.py": "import time\n\n\ndef test_ok():\n    pass\n\n\n"
                                                                 "def test_hangs():\n    time.sleep(600)\n"})
-    with swe_sandbox.open(root) as session:
-        report = run_tests(session, root, TestSetup(), files=["tests/test_hang.py"], timeout=120, stall_timeout=3)
+    with swe_sandbox.open(root, mounts=env_mounts(swe_env)) as session:
+        report = run_tests(session, root, TestSetup(), files=["tests/test_hang.py"], timeout=120, env=swe_env,
+                           stall_timeout=3)
     assert report.timed_out and report.stalled == "tests/test_hang.py::test_hangs"
     assert report.outcome("tests/test_hang.py::test_ok") == "passed"
     assert report.wall_time < 30

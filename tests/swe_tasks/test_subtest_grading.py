@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from meta_agent.swe.checkout import checkout, repo_path
+from meta_agent.swe.env import env_mounts
 from meta_agent.swe.instance import SweInstance, TestSetup
 from meta_agent.swe.project import ProjectRepo
 from meta_agent.swe.testrun import GradingError, run_tests
@@ -31,10 +32,10 @@ def _plain_pytest(root: Path, node_ids: list[str]) -> int:
     return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120).returncode
 
 
-def test_the_runner_fails_a_test_whose_subtest_failed(swe_sandbox: Sandbox, tmp_path: Path) -> None:
+def test_the_runner_fails_a_test_whose_subtest_failed(swe_sandbox: Sandbox, swe_env: Path, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "units", UNITS_FILES)
-    with swe_sandbox.open(root) as session:
-        report = run_tests(session, root, TestSetup(), files=["tests/test_units.py"], timeout=120)
+    with swe_sandbox.open(root, mounts=env_mounts(swe_env)) as session:
+        report = run_tests(session, root, TestSetup(), files=["tests/test_units.py"], timeout=120, env=swe_env)
     assert report.outcome(KNOWN_BUG) == "failed"
     assert "49.5" in report.tests[KNOWN_BUG].message or "pass" in report.tests[KNOWN_BUG].message
     assert report.passed() == {t for t in report.tests if t != KNOWN_BUG}
@@ -88,11 +89,12 @@ def test_a_fix_that_breaks_what_a_subtest_checks_is_not_resolved(
     ("session.exitstatus = 1", "exited 1"),
 ])
 def test_the_runner_refuses_to_grade_when_the_exit_status_disagrees(
-    swe_sandbox: Sandbox, tmp_path: Path, hook: str, said: str
+    swe_sandbox: Sandbox, swe_env: Path, tmp_path: Path, hook: str, said: str
 ) -> None:
     root = write_tree(tmp_path / "units", UNITS_FILES)
     (root / "conftest.py").write_text(f"def pytest_sessionfinish(session):\n    {hook}\n")
     select = [KNOWN_BUG] if said == "exited 0" else [CLAMP]
-    with swe_sandbox.open(root) as session, pytest.raises(GradingError, match=said) as refused:
-        run_tests(session, root, TestSetup(), select=select, timeout=120)
+    with swe_sandbox.open(root, mounts=env_mounts(swe_env)) as session, \
+            pytest.raises(GradingError, match=said) as refused:
+        run_tests(session, root, TestSetup(), select=select, timeout=120, env=swe_env)
     assert "refusing to grade" in str(refused.value)

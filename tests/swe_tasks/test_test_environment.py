@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -9,14 +10,18 @@ from typer.testing import CliRunner
 
 from meta_agent.commands.tasks import app
 from meta_agent.swe.build import build_tasks
-from meta_agent.swe.instance import SweInstance, read_instances
+from meta_agent.swe.env import env_mounts
+from meta_agent.swe.instance import SweInstance, TestSetup, read_instances
 from meta_agent.swe.sources import Source
 from meta_agent.swe.taskset import load_tasks
+from meta_agent.swe.testrun import run_tests
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
-from tests.swe_tasks.swe_test_projects import GREET_DEPS, GREET_FILES, STRICT_FILES, make_repo
+from tests.swe_tasks.swe_test_projects import GREET_DEPS, GREET_FILES, STRICT_FILES, make_repo, write_tree
 
 COMMAND_LINE_TEST = "tests/test_greet.py::test_command_line"
+LEAK_TESTS = {"tests/test_leak.py": "import importlib.util\n\n\ndef test_numpy_is_not_installed():\n"
+                                    "    assert importlib.util.find_spec('numpy') is None\n"}
 STRICT_TEST = "tests/test_strict.py::test_strict_everything"
 
 
@@ -32,6 +37,16 @@ def test_a_subprocess_test_imports_the_project_and_its_deps(
     assert judged, "`python -m greet` in a test could not import greet or text_unidecode in the sandbox"
     verdict = evaluate_patch(judged[0], judged[0].patch, swe_sandbox)
     assert verdict.resolved and verdict.tests[COMMAND_LINE_TEST] == "passed", verdict.detail
+
+
+def test_meta_agents_own_packages_are_not_in_the_test_environment(
+    swe_sandbox: Sandbox, swe_env: Path, tmp_path: Path
+) -> None:
+    assert importlib.util.find_spec("numpy") is not None, "meta-agent's interpreter has numpy (torch needs it)"
+    root = write_tree(tmp_path / "leak", LEAK_TESTS)
+    with swe_sandbox.open(root, mounts=env_mounts(swe_env)) as session:
+        report = run_tests(session, root, TestSetup(), files=["tests/test_leak.py"], timeout=120, env=swe_env)
+    assert report.outcome("tests/test_leak.py::test_numpy_is_not_installed") == "passed", report.tests
 
 
 def _instances_judged_by(instances: list[SweInstance], test: str) -> list[SweInstance]:
