@@ -22,21 +22,56 @@ TAMPER = ("--- a/test_calc.py\n+++ b/test_calc.py\n@@ -2,7 +2,7 @@\n \n \n def t
           "-    assert add(2, 3) == 5\n+    assert True\n \n \n def test_zero():\n")
 
 
-@pytest.fixture
-def task(tmp_path: Path) -> dict[str, Any]:
+def _task(tmp_path: Path, files: dict[str, str], f2p: list[str], p2p: list[str]) -> dict[str, Any]:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, text in (("calc.py", CODE), ("test_calc.py", TESTS)):
+        for name, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     (tmp_path / "swe").mkdir()
     (tmp_path / "swe" / "t.tar").write_bytes(buf.getvalue())
-    return {"id": "t", "prompt": "test_add fails", "answer": "", "tasks_dir": str(tmp_path),
-            "metadata": {"archive": "swe/t.tar", "fail_to_pass": ["test_calc.py::test_add"],
-                         "pass_to_pass": ["test_calc.py::test_zero"], "python_path": ["."],
+    return {"id": "t", "prompt": f"{f2p[0]} fails", "answer": "", "tasks_dir": str(tmp_path),
+            "metadata": {"archive": "swe/t.tar", "fail_to_pass": f2p, "pass_to_pass": p2p, "python_path": ["."],
                          "gold_files": ["calc.py"]}}
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> dict[str, Any]:
+    return _task(tmp_path, {"calc.py": CODE, "test_calc.py": TESTS}, ["test_calc.py::test_add"],
+                 ["test_calc.py::test_zero"])
+
+
+SUBTESTS = ("import unittest\n\nfrom calc import add, sign\n\n\nclass T(unittest.TestCase):\n"
+            "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+            "    def test_sign(self):\n        for x, want in ((-4, -1), (0, 0), (9, 1)):\n"
+            "            with self.subTest(x=x):\n                self.assertEqual(sign(x), want)\n")
+SIGN = "\n\ndef sign(x):\n    if x < 0:\n        return -1\n    return 1 if x > 0 else 0\n"
+SIGN_FIX = ("--- a/calc.py\n+++ b/calc.py\n@@ -1,4 +1,4 @@\n def add(a, b):\n-    return a - b\n"
+            "+    return a + b\n \n \n")
+FIX_AND_BREAK_SIGN = SIGN_FIX + ("@@ -5,4 +5,4 @@\n def sign(x):\n     if x < 0:\n-        return -1\n"
+                                 "+        return 1\n     return 1 if x > 0 else 0\n")
+
+
+def test_a_fix_that_breaks_what_only_a_subtest_checks_earns_nothing(tmp_path: Path) -> None:
+    """A failed subTest is followed by the test's own PASSED line: the failure must win."""
+    sub = _task(tmp_path, {"calc.py": CODE + SIGN, "test_calc.py": SUBTESTS}, ["test_calc.py::T::test_add"],
+                ["test_calc.py::T::test_sign"])
+    assert resolved(_rollout(sub, SIGN_FIX)) == 1.0
+    broken = _rollout(sub, FIX_AND_BREAK_SIGN)
+    assert resolved(broken) == 0.0
+    assert broken.extra["tests"]["f2p_passed"] == 1 and broken.extra["tests"]["p2p_failed"] == 1
+
+
+def test_outcomes_that_contradict_the_exit_status_are_all_errors() -> None:
+    from harness.swe.testrun import parse_outcomes
+
+    ids = ["t.py::a", "t.py::b"]
+    summary = "PASSED t.py::a\nSUBFAILED(x=1) t.py::b - assert 1 == 2\nPASSED t.py::b\n"
+    assert parse_outcomes(summary, ids, 1) == {"t.py::a": "passed", "t.py::b": "failed"}
+    assert parse_outcomes("PASSED t.py::a\nPASSED t.py::b\n", ids, 1) == {"t.py::a": "error", "t.py::b": "error"}
+    assert parse_outcomes(summary, ids, 0) == {"t.py::a": "error", "t.py::b": "error"}
 
 
 def _rollout(task: dict[str, Any], diff: str) -> Any:

@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
+
 app = typer.Typer(help="Build, import and inspect repository-level bug-fix tasks (SWE-bench format).",
                   no_args_is_help=True)
 console = Console()
@@ -56,12 +58,20 @@ def build(
     default: Annotated[bool, typer.Option("--default", help="build the default task set into the cache")] = False,
     out: Annotated[Path, typer.Option(help="SWE-bench JSONL to write (not used with --default)")]
     = Path("swe-tasks.jsonl"),
-    max_per_project: Annotated[int, typer.Option(min=1, help="instances kept per project")] = 50,
+    max_per_project: Annotated[int | None, typer.Option(
+        min=1, help=f"instances kept per project (default {DEFAULT_MAX_PER_PROJECT}; --default always uses it)")]
+    = None,
     seed: Annotated[int, typer.Option(help="mutant order and split assignment")] = 0,
     sandbox: Annotated[str, typer.Option(help="auto | docker | bwrap | process")] = "auto",
     workers: Annotated[int, typer.Option(min=1, help="mutants tested in parallel")] = 2,
     deps: Annotated[list[str], typer.Option("--deps", help="pip requirement the tests need; repeatable")]
     = [],  # noqa: B006
+    pytest_arg: Annotated[list[str], typer.Option(
+        "--pytest-arg", help="argument for every pytest run of these tasks, kept in each instance; repeatable, "
+                             "e.g. --pytest-arg=--deselect=tests/test_x.py::test_slow")]
+    = [],  # noqa: B006
+    with_private: Annotated[bool, typer.Option("--with-private", help="keep the `mutation` field (it locates the "
+                                                                      "bug) in --out")] = False,
     progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
 ) -> None:
     """Inject bugs into real projects and keep those that fail tests and are fixed by their gold patch.
@@ -71,24 +81,31 @@ def build(
     from meta_agent.swe.build import build_tasks
     from meta_agent.swe.instance import write_instances
     from meta_agent.swe.sources import Source, parse_sources
-    from meta_agent.swe.splits import with_splits
+    from meta_agent.swe.splits import empty_split_warning, with_splits
     from meta_agent.swe.taskset import build_default
 
     if default:
-        if from_pypi or from_git:
-            raise typer.BadParameter("--default builds the pinned default set; drop --from-pypi/--from-git")
-        manifest = build_default(sandbox=sandbox, workers=workers, max_per_project=max_per_project, console=console,
-                                 progress=progress)
+        if from_pypi or from_git or deps or pytest_arg or max_per_project is not None:
+            raise typer.BadParameter("--default builds the pinned default set (projects, seed, "
+                                     f"{DEFAULT_MAX_PER_PROJECT} per project); drop the other source and "
+                                     "build options, or build your own set with --from-pypi/--from-git")
+        manifest = build_default(sandbox=sandbox, workers=workers, console=console, progress=progress)
         console.print(f"default task set: {manifest.counts} ({manifest.origin})")
+        console.print(f"manifest hash: [bold]{manifest.digest}[/] (the same on every machine that built this set)")
         return
     sources: list[Source] = parse_sources(from_pypi, [str(p) for p in from_git])
-    instances = with_splits(build_tasks(sources, sandbox=sandbox, max_per_project=max_per_project, seed=seed,
-                                        workers=workers, deps=deps, console=console, progress=progress), seed=seed)
-    write_instances(out, instances)
+    built = build_tasks(sources, sandbox=sandbox, max_per_project=max_per_project or DEFAULT_MAX_PER_PROJECT,
+                        seed=seed, workers=workers, deps=deps, pytest_args=pytest_arg, console=console,
+                        progress=progress)
+    instances = with_splits(built, seed=seed)
+    write_instances(out, instances, with_private=with_private)
     rows: dict[str, Counter[str]] = {}
     for inst in instances:
         rows.setdefault(inst.project, Counter())[inst.split or "test"] += 1
     console.print(_split_table(f"{len(instances)} instances", rows))
+    warning = empty_split_warning(instances)
+    if warning:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     console.print(f"wrote {out}; to use it: [bold]meta-agent tasks import {out} --name NAME[/]")
 
 
@@ -96,7 +113,7 @@ def build(
 @_user_errors
 def import_(
     file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
-    name: Annotated[str | None, typer.Option(help="task set name [default: the file's stem]")] = None,
+    name: Annotated[str | None, typer.Option(help="task set name (default: the file's stem)")] = None,
     split: Annotated[str, typer.Option(help="keep (the file's split field, else test) | auto | train | "
                                             "selection | test")] = "keep",
 ) -> None:
@@ -109,6 +126,10 @@ def import_(
     manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split)  # type: ignore[arg-type]
     console.print(f"imported {sum(manifest.counts.values())} instances as task set [bold]{manifest.name}[/]: "
                   + ", ".join(f"{k} {v}" for k, v in manifest.counts.items()))
+    empty = [k for k, v in manifest.counts.items() if v == 0]
+    if split == "auto" and empty:
+        console.print(f"[yellow]warning:[/] split {' and '.join(empty)} came out empty: every bug of one "
+                      "(project, file) goes to one split; choose with --split train|selection|test", highlight=False)
 
 
 @app.command(name="list")
@@ -128,6 +149,7 @@ def list_() -> None:
             for inst in load_tasks(split, manifest.name):
                 rows.setdefault(inst.project, Counter())[split] += 1
         console.print(_split_table(f"{manifest.name}: {manifest.origin}", rows))
+        console.print(f"  manifest hash {manifest.digest}", highlight=False)
 
 
 @app.command()
@@ -144,11 +166,95 @@ def show(
                   highlight=False)
     console.print(f"repository: {repo_path(inst)}", highlight=False)
     setup = inst.test_setup()
-    console.print(f"setup: python_path={setup.python_path} deps={setup.deps} timeout={setup.timeout_s}s",
-                  highlight=False)
+    console.print(f"setup: python_path={setup.python_path} deps={setup.deps} pytest_args={setup.pytest_args} "
+                  f"timeout={setup.timeout_s}s", highlight=False, soft_wrap=True)
     console.print(f"FAIL_TO_PASS ({len(inst.FAIL_TO_PASS)}): " + ", ".join(inst.FAIL_TO_PASS[:10]), highlight=False)
     console.print(f"PASS_TO_PASS: {len(inst.PASS_TO_PASS)} tests\n", highlight=False)
     console.print(inst.problem_statement, highlight=False, markup=False)
     if patch:
         console.print("\n[bold]gold patch[/]")
         console.print(inst.patch, highlight=False, markup=False)
+
+
+@app.command()
+@_user_errors
+def export(
+    out: Annotated[Path, typer.Option(help="JSONL file to write")],
+    taskset: Annotated[str, typer.Option(help="task set to export (`meta-agent tasks list`)")] = "default",
+    split: Annotated[list[str], typer.Option(help="train | selection | test; repeatable (default: all three)")]
+    = [],  # noqa: B006
+    with_private: Annotated[bool, typer.Option("--with-private", help="keep the `mutation` field, which "
+                                                                      "locates each bug")] = False,
+    predictions: Annotated[Path | None, typer.Option(help="instead: a SWE-bench predictions file from this "
+                                                          "`meta-agent eval --domain swe --out` JSON")] = None,
+    model_name: Annotated[str | None, typer.Option(help="model_name_or_path in predictions (default: the "
+                                                        "evaluated policy)")] = None,
+) -> None:
+    """Write SWE-bench instances of a task set, or SWE-bench predictions from an evaluation."""
+    from meta_agent.swe.export import export_taskset, write_predictions
+    from meta_agent.swe.instance import SPLITS
+
+    if predictions is not None:
+        n = write_predictions(predictions, out, model_name=model_name)
+        console.print(f"wrote {n} predictions (instance_id, model_name_or_path, model_patch) to {out}")
+        return
+    bad = [s for s in split if s not in SPLITS]
+    if bad:
+        raise typer.BadParameter(f"--split {bad[0]}: use one of {', '.join(SPLITS)}")
+    chosen = [s for s in SPLITS if s in split] or list(SPLITS)
+    n = export_taskset(taskset, out, splits=chosen, with_private=with_private)
+    private = "with" if with_private else "without"
+    console.print(f"wrote {n} instances of {taskset} ({', '.join(chosen)}) to {out}, {private} private fields")
+
+
+@app.command()
+@_user_errors
+def verify(
+    taskset: Annotated[str, typer.Option(help="task set to check (`meta-agent tasks list`)")] = "default",
+    sample: Annotated[int | None, typer.Option(min=1, help="check N instances spread over projects (default: all)")]
+    = None,
+    seed: Annotated[int, typer.Option(help="which instances the sample takes")] = 0,
+    sandbox: Annotated[str, typer.Option(help="auto | docker | bwrap | process (no isolation)")] = "auto",
+    progress: Annotated[bool, typer.Option(help="show a progress bar")] = True,
+) -> None:
+    """Re-run instances with plain pytest in a fresh venv from each project's sdist; report disagreements.
+
+    Every FAIL_TO_PASS test must fail under the bug, every PASS_TO_PASS test pass, and all of them pass
+    with the gold patch. The venvs are cached, so a second run only re-runs the tests. Exit code 1 when
+    any instance disagrees.
+    """
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from meta_agent.swe.crosscheck import cross_check, verify_envs_dir
+    from meta_agent.swe.crosscheck import sample as take_sample
+    from meta_agent.swe.instance import SPLITS
+    from meta_agent.swe.taskset import load_tasks
+    from sandboxes import get_backend
+
+    backend = get_backend(sandbox)
+    everything = [inst for s in SPLITS for inst in load_tasks(s, taskset)]
+    chosen = take_sample(everything, sample, seed)
+    start = time.monotonic()
+    bar = Progress(TextColumn("[bold]verify[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
+                   TimeElapsedColumn(), console=console, disable=not progress)
+    checks = []
+    with bar:
+        job = bar.add_task("verify", total=len(chosen), note="")
+        for inst in chosen:
+            bar.update(job, note=inst.instance_id)
+            checks.append(cross_check(inst, backend, log=bar.console.print))
+            bar.advance(job)
+    disagree = [c for c in checks if c.problems]
+    skipped = [c for c in checks if c.skipped]
+    for c in disagree:
+        for problem in c.problems:
+            console.print(f"[red]disagrees[/] {c.instance_id}: {problem}", soft_wrap=True, highlight=False)
+    for c in skipped:
+        console.print(f"[yellow]not checked[/] {c.instance_id}: {c.skipped}", soft_wrap=True, highlight=False)
+    console.print(f"task set {taskset}: {len(checks)} of {len(everything)} instances checked with plain pytest "
+                  f"(seed {seed}); {len(disagree)} disagreements, {len(skipped)} not checked; "
+                  f"{time.monotonic() - start:.0f} s (venvs cached in {verify_envs_dir()})", highlight=False)
+    if disagree or skipped:
+        raise typer.Exit(1)

@@ -19,6 +19,7 @@ class TaskResult(BaseModel):
     correct: bool
     score: float = Field(description="1.0/0.0 for pass/fail domains; partial credit where defined")
     completion: str = ""
+    answer: str = Field("", description="SWE: the episode's final diff, as graded (a predictions file's model_patch)")
     detail: str = ""
 
 

@@ -157,6 +157,7 @@ class SweDomain:
         for inst, (diff, transcript, end, turns) in zip(instances, episodes, strict=True):
             ok = self._resolved(inst, diff)
             results.append(TaskResult(task_id=inst.instance_id, correct=ok, score=float(ok), completion=transcript,
+                                      answer=diff,
                                       detail=f"{end} after {turns} turns; diff {len(diff.splitlines())} lines"))
         return EvalResult(domain=self.name, split=split, policy=str(policy),
                           score=bootstrap_ci([r.score for r in results]), results=results,

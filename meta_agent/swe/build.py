@@ -13,63 +13,32 @@ appended to a log as soon as it is known, so a killed build resumes where it sto
 from __future__ import annotations
 
 import json
-import os
-import queue
-import shutil
-import tempfile
-import threading
-from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from filelock import FileLock
-from pydantic import BaseModel, Field, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from meta_agent.paths import cache_dir
-from meta_agent.swe.env import deps_dir, deps_mounts, require_pytest
+from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
+from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup
 from meta_agent.swe.layout import is_source_path, is_test_module, python_path
+from meta_agent.swe.mutant_log import BaseRun, MutantLog, MutantRecord, Status, work_dir
 from meta_agent.swe.mutate import Mutation, find_mutations, is_effective, order_mutations
-from meta_agent.swe.project import BUG_BRANCH_PREFIX, ProjectRepo
+from meta_agent.swe.project import BUG_BRANCH_PREFIX
+from meta_agent.swe.slots import Slots
 from meta_agent.swe.sources import Source, prepare_repo
 from meta_agent.swe.statement import changed_lines, quotes_patch, write_problem_statement
-from meta_agent.swe.testrun import TestReport, run_tests, test_file_of
+from meta_agent.swe.testrun import GradingError, TestReport, run_tests, test_file_of
 from meta_agent.swe.verdict import evaluate_patch
-from sandboxes import Limits, Sandbox, Session, get_backend
+from sandboxes import Sandbox, Session, get_backend
 
-BUILD_LIMITS = Limits(memory_mb=4096, cpus=1.0, pids=256)
 MESSAGES_KEPT = 5
-Status = Literal["kept", "survived", "broken", "timeout", "flaky", "invalid"]
-
-
-class MutantRecord(BaseModel):
-    """One line of the per-project mutant log: everything needed to skip or rebuild the mutant later."""
-
-    id: str
-    file: str
-    operator: str
-    line: int
-    status: Status
-    reason: str = ""
-    fail_to_pass: list[str] = Field(default_factory=list)
-    pass_to_pass: list[str] = Field(default_factory=list)
-    messages: dict[str, str] = Field(default_factory=dict)
-    bug_commit: str = ""
-
-
-class BaseRun(BaseModel):
-    """The project's suite at the pristine base: which tests pass, how long it takes, what each test executes."""
-
-    passing: list[str]
-    wall_time: float
-    coverage: dict[str, dict[int, list[int]]]
-    """source file (relative) -> line -> indices into `passing` of the tests that execute it."""
 
 
 @dataclass
@@ -77,35 +46,20 @@ class ProjectResult:
     repo: str
     instances: list[SweInstance] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
-
-
-class _Slots:
-    """Worker checkouts of the base tree, each with its own sandbox session; a mutant borrows one at a time."""
-
-    def __init__(self, repo: ProjectRepo, base: str, sandbox: Sandbox, count: int, deps: Path | None,
-                 stack: ExitStack) -> None:
-        self._free: queue.Queue[tuple[Path, Session]] = queue.Queue()
-        self.tmp = Path(tempfile.mkdtemp(prefix="meta-agent-swe-build-")).resolve()
-        stack.callback(shutil.rmtree, self.tmp, True)
-        for i in range(count):
-            root = repo.export(base, self.tmp / f"slot{i}")
-            session = stack.enter_context(sandbox.open(root, mounts=deps_mounts(deps), limits=BUILD_LIMITS))
-            self._free.put((root, session))
-
-    @contextmanager
-    def borrow(self) -> Iterator[tuple[Path, Session]]:
-        slot = self._free.get()
-        try:
-            yield slot
-        finally:
-            self._free.put(slot)
+    rechecked: int = 0
+    """Mutants that timed out beside other work and were run again alone."""
+    recheck_s: float = 0.0
 
 
 class ProjectBuilder:
-    """Builds the instances of one project; see the module docstring for the steps."""
+    """Builds the instances of one project; see the module docstring for the steps.
+
+    Constructing one prepares the repository and checks that the project has tests at all,
+    so every source of a build is checked before any of them is built.
+    """
 
     def __init__(self, source: Source, sandbox: Sandbox, *, max_instances: int, seed: int, workers: int,
-                 deps: list[str], console: Console, progress: bool) -> None:
+                 deps: list[str], pytest_args: list[str], console: Console, progress: bool) -> None:
         self.source = source
         self.sandbox = sandbox
         self.max_instances = max_instances
@@ -115,33 +69,44 @@ class ProjectBuilder:
         self.progress = progress
         self.repo, self.repo_name, self.version = prepare_repo(source)
         self.base = self.repo.base_commit
-        root = self.repo.path
-        self.setup = TestSetup(python_path=python_path(self.repo.files(self.base)), deps=deps)
-        key = f"{self.base[:12]}-{'-'.join(sorted(deps)) or 'nodeps'}"
-        self.work = cache_dir() / "swe" / "work" / root.name / key.replace("/", "_")[:120]
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.work / "mutants.jsonl"
-        self._log_lock = threading.Lock()
-        self.deps = deps_dir(deps)
+        files = self.repo.files(self.base)
+        if not any(is_test_module(f) for f in files):
+            where = "its sdist" if source.kind == "pypi" else f"{source.spec} at {self.base[:12]}"
+            raise SweTaskError(
+                f"{self.repo_name}: {where} has no test files (test_*.py or *_test.py), so no task can be built "
+                "from it. Many sdists leave the tests out: clone the project's repository and build with "
+                "--from-git PATH instead."
+            )
+        self.setup = TestSetup(python_path=python_path(files), deps=deps, pytest_args=pytest_args)
+        self.work = work_dir(self.repo.path.name, self.base, deps, pytest_args)
+        self.log = MutantLog(self.work)
+        self.env = Path()
+        """The test venv (pytest + deps), made when the build starts."""
 
     # -- base run -------------------------------------------------------------------------------------------
-    def base_run(self, slots: _Slots) -> BaseRun:
+    def base_run(self, slots: Slots) -> BaseRun:
         cached = self.work / "base.json"
         if cached.is_file():
             return BaseRun.model_validate_json(cached.read_text())
         files = self.repo.files(self.base)
         test_files = [f for f in files if is_test_module(f)]
         sources = [f for f in files if is_source_path(f)]
-        with slots.borrow() as (root, session):
-            traced = run_tests(session, root, self.setup, files=test_files, timeout=1800,
-                               trace_files=[root / f for f in sources], deps_dir=self.deps)
-            plain = run_tests(session, root, self.setup, files=test_files, timeout=1800, deps_dir=self.deps)
+        try:
+            with slots.borrow() as (root, session):
+                traced = run_tests(session, root, self.setup, files=test_files, timeout=1800,
+                                   trace_files=[root / f for f in sources], env=self.env)
+                plain = run_tests(session, root, self.setup, files=test_files, timeout=1800, env=self.env)
+        except GradingError as e:
+            raise SweTaskError(f"{self.repo_name}: running the suite at the base commit: {e}") from e
         passing = sorted(traced.passed() & plain.passed())
         if not passing:
-            raise SweTaskError(
-                f"{self.repo_name}: no test passes at the base commit, so no task can be built. pytest said:\n"
-                f"{plain.output_tail[-1500:]}\nIf tests need packages besides pytest, pass them with --deps."
-            )
+            tail = "\n".join([*(f"{k}: {v[-600:]}" for k, v in list(plain.collect_errors.items())[:2]),
+                              plain.output_tail[-800:]])
+            hint = ("If tests need packages besides pytest, pass them with --deps NAME."
+                    if "ModuleNotFoundError" in tail or "ImportError" in tail
+                    else "If pytest needs options to run this suite, pass them with --pytest-arg ARG.")
+            raise SweTaskError(f"{self.repo_name}: no test passes at the base commit, so no task can be built. "
+                               f"pytest said:\n{tail}\n{hint}")
         index = {t: i for i, t in enumerate(passing)}
         coverage: dict[str, dict[int, list[int]]] = {}
         for test, per_file in traced.coverage.items():
@@ -152,7 +117,8 @@ class ProjectBuilder:
                 by_line = coverage.setdefault(rel, {})
                 for line in lines:
                     by_line.setdefault(line, []).append(index[test])
-        run = BaseRun(passing=passing, wall_time=plain.wall_time, coverage=coverage)
+        slowest = max(plain.tests[t].duration for t in passing)
+        run = BaseRun(passing=passing, wall_time=plain.wall_time, slowest=slowest, coverage=coverage)
         cached.write_text(run.model_dump_json())
         return run
 
@@ -174,32 +140,28 @@ class ProjectBuilder:
         tests = {i for line in range(m.line, m.end_line + 1) for i in lines.get(line, [])}
         return [base.passing[i] for i in sorted(tests)]
 
-    def load_log(self) -> dict[str, MutantRecord]:
-        records: dict[str, MutantRecord] = {}
-        if self.log_path.is_file():
-            for line in self.log_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = MutantRecord.model_validate_json(line)
-                except ValidationError:
-                    continue  # a torn last line from a killed build
-                records[rec.id] = rec
-        return records
-
-    def append_log(self, rec: MutantRecord) -> None:
-        with self._log_lock, self.log_path.open("a", encoding="utf-8") as f:
-            f.write(rec.model_dump_json() + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
     def _record(self, m: Mutation, status: Status, reason: str = "", **kw: Any) -> MutantRecord:
         return MutantRecord(id=m.id, file=m.file, operator=m.operator, line=m.line, status=status, reason=reason,
                             **kw)
 
-    def test_mutant(self, base: BaseRun, m: Mutation, slots: _Slots) -> MutantRecord:
+    def _run_mutant(self, slot: tuple[Path, Session], m: Mutation, original: str, mutated: str,
+                    judged: list[str], timeout: float, stall_timeout: float | None = None) -> TestReport:
+        root, session = slot
+        target = root / m.file
+        target.write_text(mutated, encoding="utf-8")
+        try:
+            return run_tests(session, root, self.setup, select=judged, timeout=timeout, env=self.env,
+                             stall_timeout=stall_timeout)
+        finally:
+            target.write_text(original, encoding="utf-8")
+
+    def test_mutant(self, base: BaseRun, m: Mutation, slots: Slots) -> MutantRecord:
         """Run the test files that execute the mutated lines on a worker checkout holding the mutant.
 
         Only tests that execute a mutated line can see the bug, so the files holding them are
-        the whole judge: their failing tests are FAIL_TO_PASS, the rest PASS_TO_PASS.
+        the whole judge: their failing tests are FAIL_TO_PASS, the rest PASS_TO_PASS. A run
+        that times out beside other work is run again alone with much larger limits, so the
+        verdict does not depend on how busy the machine was.
         """
         original = self.repo.read(self.base, m.file)
         mutated = m.apply(original)
@@ -207,35 +169,66 @@ class ProjectBuilder:
             return self._record(m, "broken", "mutant does not parse or equals the original")
         files = {test_file_of(t) for t in self.covering(base, m)}
         judged = [t for t in base.passing if test_file_of(t) in files]
-        with slots.borrow() as (root, session):
-            target = root / m.file
-            target.write_text(mutated, encoding="utf-8")
-            try:
-                report = run_tests(session, root, self.setup, select=judged, timeout=self.mutant_timeout(base),
-                                   deps_dir=self.deps)
-            finally:
-                target.write_text(original, encoding="utf-8")
+        try:
+            with slots.borrow() as slot:
+                report = self._run_mutant(slot, m, original, mutated, judged, self.mutant_timeout(base))
+            recheck_s = 0.0
+            if report.timed_out:
+                with slots.borrow_alone() as slot:
+                    report = self._run_mutant(slot, m, original, mutated, judged, self.recheck_timeout(base),
+                                              stall_timeout=self.stall_timeout(base))
+                recheck_s = round(report.wall_time, 1)
+        except GradingError as e:
+            return self._record(m, "broken", str(e)[:2000])
         status = self._problem(report)
         if status:
-            return self._record(m, status[0], status[1])
+            return self._record(m, status[0], status[1], recheck_s=recheck_s)
         f2p = sorted(t for t in judged if report.outcome(t) in ("failed", "error"))
         p2p = sorted(t for t in judged if report.outcome(t) == "passed")
         if not f2p:
-            return self._record(m, "survived")
+            return self._record(m, "survived", recheck_s=recheck_s)
         if len(f2p) + len(p2p) != len(judged):
-            return self._record(m, "flaky", "some tests were skipped or went missing under the mutant")
+            return self._record(m, "flaky", "some tests were skipped or went missing under the mutant",
+                                recheck_s=recheck_s)
         messages = {t: report.tests[t].message for t in f2p[:MESSAGES_KEPT]}
-        return self._record(m, "kept", fail_to_pass=f2p, pass_to_pass=p2p, messages=messages)
+        return self._record(m, "kept", fail_to_pass=f2p, pass_to_pass=p2p, messages=messages, recheck_s=recheck_s)
 
     @staticmethod
     def mutant_timeout(base: BaseRun) -> float:
-        """Tight, since mutants that loop forever are common and each costs this much; a miss only drops one."""
+        """Tight, since mutants that loop forever are common and each costs this much."""
         return 5.0 + 2.0 * base.wall_time
+
+    @staticmethod
+    def recheck_timeout(base: BaseRun) -> float:
+        """The re-check's limit for the whole run: ten times the tight timeout."""
+        return 10.0 * ProjectBuilder.mutant_timeout(base)
+
+    @staticmethod
+    def stall_timeout(base: BaseRun) -> float:
+        """The re-check's limit for one test: 20 s + 10 x the slowest test at the base.
+
+        A mutant that hangs costs about this (not the whole-run limit); one whose tests are
+        slow but keep finishing gets up to recheck_timeout.
+        """
+        return 20.0 + 10.0 * base.slowest
+
+    @staticmethod
+    def instance_timeout(base: BaseRun) -> float:
+        """An instance's test-run limit: 30 s + 3 x the suite's time, rounded up to 1, 2, 4, ... minutes.
+
+        Rounding keeps the value (which is part of the instance) the same on a busy and an idle
+        machine, so two builds of one set give the same files.
+        """
+        minutes = 1
+        while minutes * 60 < 30.0 + 3.0 * base.wall_time:
+            minutes *= 2
+        return float(minutes * 60)
 
     @staticmethod
     def _problem(report: TestReport) -> tuple[Status, str] | None:
         if report.timed_out:
-            return "timeout", "the tests did not finish in time (endless loop?)"
+            where = f" ({report.stalled} stopped making progress)" if report.stalled else ""
+            return "timeout", f"the tests did not finish in time, even alone{where}"
         if report.collect_errors:
             return "broken", "the test suite no longer imports"
         if not report.finished:
@@ -261,7 +254,7 @@ class ProjectBuilder:
             instance_id=self.instance_id(rec), repo=self.repo_name, base_commit=bug, patch=patch,
             problem_statement=statement, FAIL_TO_PASS=rec.fail_to_pass, PASS_TO_PASS=rec.pass_to_pass,
             version=self.version, environment_setup_commit=self.base,
-            setup=self.setup.model_copy(update={"timeout_s": round(30.0 + 3.0 * base.wall_time, 1)}),
+            setup=self.setup.model_copy(update={"timeout_s": self.instance_timeout(base)}),
             mutation=MutationInfo(operator=m.operator, file=m.file, line=m.line),
         )
         return instance
@@ -283,7 +276,7 @@ class ProjectBuilder:
             return f"gold patch does not resolve it ({after.detail or failed})"
         return ""
 
-    def process(self, base: BaseRun, m: Mutation, slots: _Slots) -> MutantRecord:
+    def process(self, base: BaseRun, m: Mutation, slots: Slots) -> MutantRecord:
         rec = self.test_mutant(base, m, slots)
         if rec.status != "kept":
             return rec
@@ -298,10 +291,11 @@ class ProjectBuilder:
         result = ProjectResult(self.repo_name)
         with ExitStack() as stack:
             stack.enter_context(FileLock(str(self.work / "build.lock")))
-            slots = _Slots(self.repo, self.base, self.sandbox, self.workers, self.deps, stack)
+            self.env = project_env(self.setup.deps)
+            slots = Slots(self.repo, self.base, self.sandbox, self.workers, self.env, stack)
             base = self.base_run(slots)
             order = self.candidates(base)
-            records = self.load_log()
+            records = self.log.load()
             self._drive(base, order, records, slots)
         kept = self._kept_prefix(order, records)
         by_id = {m.id: m for m in order}
@@ -309,6 +303,9 @@ class ProjectBuilder:
             result.instances.append(self.make_instance(rec, by_id[rec.id], base))
         for rec in records.values():
             result.counts[rec.status] = result.counts.get(rec.status, 0) + 1
+        rechecked = [r for r in records.values() if r.recheck_s]
+        result.rechecked = len(rechecked)
+        result.recheck_s = sum(r.recheck_s for r in rechecked)
         return result
 
     def _kept_prefix(self, order: list[Mutation], records: dict[str, MutantRecord]) -> list[MutantRecord]:
@@ -322,7 +319,7 @@ class ProjectBuilder:
                 kept.append(rec)
         return kept
 
-    def _drive(self, base: BaseRun, order: list[Mutation], records: dict[str, MutantRecord], slots: _Slots) -> None:
+    def _drive(self, base: BaseRun, order: list[Mutation], records: dict[str, MutantRecord], slots: Slots) -> None:
         """Test mutants in order, `workers` at a time, until the kept prefix is full or none are left."""
         todo = iter(m for m in order if m.id not in records)
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -351,7 +348,7 @@ class ProjectBuilder:
                     running.pop(fut)
                     rec = fut.result()
                     records[rec.id] = rec
-                    self.append_log(rec)
+                    self.log.append(rec)
                 refresh()
 
 
@@ -359,23 +356,29 @@ def build_tasks(
     sources: list[Source],
     *,
     sandbox: Sandbox | str = "auto",
-    max_per_project: int = 100,
+    max_per_project: int = DEFAULT_MAX_PER_PROJECT,
     seed: int = 0,
     workers: int = 2,
     deps: list[str] | None = None,
+    pytest_args: list[str] | None = None,
     console: Console | None = None,
     progress: bool = True,
 ) -> list[SweInstance]:
-    """Build validated instances from every source (splits are not assigned here)."""
-    require_pytest()
+    """Build validated instances from every source (splits are not assigned here).
+
+    `pytest_args` are stored in every instance and used by every later run of its tests.
+    All sources are fetched and checked for tests before any of them is built.
+    """
     backend = get_backend(sandbox) if isinstance(sandbox, str) else sandbox
     console = console or Console(stderr=True)
+    builders = [ProjectBuilder(source, backend, max_instances=max_per_project, seed=seed, workers=workers,
+                               deps=list(deps or []), pytest_args=list(pytest_args or []), console=console,
+                               progress=progress) for source in sources]
     instances: list[SweInstance] = []
-    for source in sources:
-        builder = ProjectBuilder(source, backend, max_instances=max_per_project, seed=seed, workers=workers,
-                                 deps=list(deps or []), console=console, progress=progress)
+    for builder in builders:
         result = builder.run()
         console.print(f"{result.repo}: {len(result.instances)} instances "
-                      f"({json.dumps(dict(sorted(result.counts.items())))} over all mutants tested so far)")
+                      f"({json.dumps(dict(sorted(result.counts.items())))} over all mutants tested so far; "
+                      f"{result.rechecked} re-checked alone after a timeout, {result.recheck_s:.0f} s)")
         instances += result.instances
     return instances

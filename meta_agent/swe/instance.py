@@ -2,7 +2,8 @@
 
 Files written here can be read by SWE-bench tooling, and SWE-bench / SWE-Gym files can be
 read here: those encode FAIL_TO_PASS / PASS_TO_PASS as JSON strings, ours as lists; both
-are accepted. Fields SWE-bench does not know (`setup`, `split`, `mutation`) are ours.
+are accepted. Fields SWE-bench does not know (`setup`, `split`, `mutation`) are ours; the
+private one (`mutation`, which locates the bug) is left out of exported files unless asked for.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from meta_agent.fsutil import atomic_write_lines
 from meta_agent.swe.errors import SweTaskError
+
+PRIVATE_FIELDS = frozenset({"mutation"})
+"""Fields that hand the bug's location to whoever reads the file: kept in the task cache, not exported."""
 
 Split = Literal["train", "selection", "test"]
 SPLITS: tuple[Split, ...] = ("train", "selection", "test")
@@ -127,6 +131,10 @@ def read_instances(path: Path) -> list[SweInstance]:
     return instances
 
 
-def write_instances(path: Path, instances: Iterable[SweInstance]) -> int:
-    """Atomic JSONL write in SWE-bench's layout (lists stay lists; unset optional fields are kept as null)."""
-    return atomic_write_lines(path, (i.model_dump_json() for i in instances))
+def write_instances(path: Path, instances: Iterable[SweInstance], *, with_private: bool) -> int:
+    """Atomic JSONL write in SWE-bench's layout (lists stay lists; unset optional fields are kept as null).
+
+    Without `with_private`, PRIVATE_FIELDS are left out: what an exported file may be shown to.
+    """
+    exclude = None if with_private else set(PRIVATE_FIELDS)
+    return atomic_write_lines(path, (i.model_dump_json(exclude=exclude) for i in instances))

@@ -5,7 +5,8 @@ so it may import only the standard library and pytest: meta-agent itself is not
 importable there. Starting isolated (-I) means a `sitecustomize.py` or `pytest.py` in the
 checkout cannot hijack the interpreter before pytest is imported; the checkout's import
 paths are added only after that. Lines are flushed as tests finish, so a run killed by
-its timeout still reports every test that completed.
+its timeout still reports every test that completed. With `stall_timeout` in the spec, a
+watchdog ends the run when no test has finished for that long (a hang, not a slow suite).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 MESSAGE_CHARS = 4000
@@ -28,10 +31,27 @@ class Reporter:
         self.results: dict[str, dict[str, Any]] = {}
         self.lines: dict[str, set[int]] = {}
         self._known: dict[str, str | None] = {}
+        self._write = threading.Lock()
+        self.current = ""
+        self.progress = time.monotonic()
+        if spec.get("stall_timeout"):
+            threading.Thread(target=self._watch, args=(float(spec["stall_timeout"]),), daemon=True).start()
 
     def emit(self, record: dict[str, Any]) -> None:
-        self.out.write(json.dumps(record) + "\n")
-        self.out.flush()
+        with self._write:
+            self.out.write(json.dumps(record) + "\n")
+            self.out.flush()
+
+    def _watch(self, limit: float) -> None:
+        """Ends the process when no test has finished for `limit` seconds; says which test it was in."""
+        while True:
+            time.sleep(0.5)
+            if time.monotonic() - self.progress > limit:
+                self.emit({"event": "stalled", "nodeid": self.current, "seconds": limit})
+                os._exit(124)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.current = nodeid
 
     def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
         if self.select is None:
@@ -77,28 +97,36 @@ class Reporter:
         return None
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        rec = self.results.setdefault(report.nodeid, {"outcome": "passed", "message": "", "duration": 0.0})
+        """Fold the test's reports into one outcome: any failed report makes the test fail, whatever follows.
+
+        A unittest `subTest` (or `subtests` fixture) failure arrives as its own report,
+        followed by the test's own, often "passed", call report; setup and teardown
+        failures come as reports of their own too. Failed beats error beats the call's outcome.
+        """
+        rec = self.results.setdefault(report.nodeid, {"outcome": "passed", "message": "", "duration": 0.0,
+                                                      "call": None, "failed": False, "error": False})
         rec["duration"] += getattr(report, "duration", 0.0) or 0.0
+        self.progress = time.monotonic()
         xfail = hasattr(report, "wasxfail")
-        if report.when == "call":
+        subtest = getattr(report, "context", None) is not None
+        if report.failed:
+            rec["failed" if report.when == "call" or subtest else "error"] = True
+            if not rec["message"]:
+                crash = getattr(report.longrepr, "reprcrash", None)
+                rec["message"] = (crash.message if crash is not None else str(report.longrepr))[-MESSAGE_CHARS:]
+        elif report.when == "call" and not subtest:
             if report.passed:
-                rec["outcome"] = "xpassed" if xfail else "passed"
-            elif report.skipped:
-                rec["outcome"] = "xfailed" if xfail else "skipped"
+                rec["call"] = "xpassed" if xfail else "passed"
             else:
-                rec["outcome"] = "failed"
-        elif report.failed:
-            if rec["outcome"] == "passed":
-                rec["outcome"] = "error"
+                rec["call"] = "xfailed" if xfail else "skipped"
         elif report.skipped and report.when == "setup":
-            rec["outcome"] = "xfailed" if xfail else "skipped"
-        if report.failed and not rec["message"]:
-            crash = getattr(report.longrepr, "reprcrash", None)
-            rec["message"] = (crash.message if crash is not None else str(report.longrepr))[-MESSAGE_CHARS:]
-        if report.when == "teardown":
+            rec["call"] = "xfailed" if xfail else "skipped"
+        if report.when == "teardown" and not subtest:
             if self.trace_files:
                 sys.settrace(None)
-            record = {"event": "test", "nodeid": report.nodeid, **rec}
+            outcome = "failed" if rec["failed"] else "error" if rec["error"] else rec["call"] or "error"
+            record = {"event": "test", "nodeid": report.nodeid, "outcome": outcome, "message": rec["message"],
+                      "duration": rec["duration"]}
             if self.trace_files:
                 record["lines"] = {f: sorted(v) for f, v in self.lines.items()}
             self.emit(record)

@@ -52,6 +52,20 @@ def assign_splits(
     return assigned
 
 
+def empty_split_warning(instances: list[SweInstance]) -> str:
+    """A sentence for the user when some split got no instance; empty when every split has one."""
+    if not instances:
+        return ""
+    empty = [s for s in SPLITS if not any(i.split == s for i in instances)]
+    if not empty:
+        return ""
+    groups = len({group_key(i) for i in instances})
+    return (f"split {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty: the {len(instances)} "
+            f"instances come from {groups} (project, source file) group(s) and every bug of one file goes to "
+            "one split. Build from more projects (or a project with more source files), or import the file "
+            "with `--split train|selection|test` to choose.")
+
+
 def with_splits(instances: list[SweInstance], *, seed: int = 0) -> list[SweInstance]:
     """Copies of the instances with `split` filled in."""
     assigned = assign_splits(instances, seed=seed)

@@ -1,13 +1,16 @@
 """Problem statements written from what the failing tests report, never from the patch.
 
-A statement names the failing tests and quotes their assertion messages (trimmed), the
-way a user's bug report would. It is built only from test outcomes; then every line that
-quotes a line the gold patch changes is removed, so the fix cannot be read off the text.
+A statement names the failing tests and quotes their assertion messages (trimmed, with
+memory addresses, temp paths and the interpreter's location removed, so the same bug gives
+the same text on every machine), the way a user's bug report would. It is built only from
+test outcomes; then every line that quotes a line the gold patch changes is removed, so the
+fix cannot be read off the text.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterable
 
 MAX_LISTED = 12
@@ -18,7 +21,11 @@ MIN_FORBIDDEN_CHARS = 4
 """Changed lines shorter than this (`)`, `else:`) cannot identify the fix and are not filtered."""
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_TMP_PATH = re.compile(r"/tmp/[^\s'\"):,]+")
+_BARE_ADDRESS = re.compile(r"(?:\b0x|(?<=\.\.\.)x)[0-9a-fA-F]{10,}\b")
+"""A memory address without ` at`, also as pytest's shortened repr cuts it (`<Foo...x7f3a2c1d9e50>`)."""
+_TMP_PATH = re.compile(rf"(?:/tmp|{re.escape(tempfile.gettempdir())})/[^\s'\"):,]+")
+_PYTHON_PATH = re.compile(r"(?:/[^\s'\"():,<>]+)?/lib/python3\.\d+/")
+"""Where the interpreter or the test venv lives differs per machine: `<python>/operator.py`."""
 _PYTEST_HINTS = ("Use -v to get more diff", "Use -vv to get more diff", "Full diff:", "Omitting ")
 
 
@@ -35,7 +42,8 @@ def changed_lines(diff: str) -> list[str]:
 
 
 def _clean_message(message: str, forbidden: list[str]) -> str:
-    message = _TMP_PATH.sub("<tmp>", _ADDRESS.sub("", message))
+    message = _BARE_ADDRESS.sub("", _ADDRESS.sub("", message))
+    message = _PYTHON_PATH.sub("<python>/", _TMP_PATH.sub("<tmp>", message))
     kept = [line.rstrip() for line in message.strip().splitlines()
             if line.strip() and not line.strip().startswith(_PYTEST_HINTS) and not any(f in line for f in forbidden)]
     text = "\n".join(kept[:MAX_MESSAGE_LINES])

@@ -22,6 +22,7 @@ from meta_agent.fsutil import atomic_write_text
 from meta_agent.paths import cache_dir
 from meta_agent.swe.build import build_tasks
 from meta_agent.swe.checkout import checkout, repo_path
+from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SPLITS, Split, SweInstance, read_instances, write_instances
 from meta_agent.swe.sources import Source
@@ -54,7 +55,6 @@ DEFAULT_PROJECTS: tuple[PinnedProject, ...] = (
     PinnedProject("boltons", "26.2.0", "d39cfd15c1a1c3bd4d705c82252fa9edb8e4f5e8cc039f8e39afac7b1b47e92c"),
 )
 DEFAULT_SEED = 0
-DEFAULT_MAX_PER_PROJECT = 100
 
 
 class Manifest(BaseModel):
@@ -65,6 +65,12 @@ class Manifest(BaseModel):
     seed: int = 0
     counts: dict[Split, int]
     sha256: dict[Split, str]
+
+    @property
+    def digest(self) -> str:
+        """One hash of the set's content (its split files), the same for two users with the same set."""
+        text = "".join(f"{split}:{self.sha256[split]}\n" for split in SPLITS)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def tasksets_dir() -> Path:
@@ -87,7 +93,7 @@ def save_taskset(name: str, instances: list[SweInstance], *, origin: str, seed: 
     digests: dict[Split, str] = {}
     for split in SPLITS:
         path = folder / f"{split}.jsonl"
-        counts[split] = write_instances(path, [i for i in instances if i.split == split])
+        counts[split] = write_instances(path, [i for i in instances if i.split == split], with_private=True)
         digests[split] = _sha256(path)
     manifest = Manifest(name=name, origin=origin, seed=seed, counts=counts, sha256=digests)
     atomic_write_text(folder / "manifest.json", manifest.model_dump_json(indent=2))
@@ -138,13 +144,17 @@ def build_default(
     *,
     sandbox: Sandbox | str = "auto",
     workers: int = 2,
-    max_per_project: int = DEFAULT_MAX_PER_PROJECT,
     console: Console | None = None,
     progress: bool = True,
 ) -> Manifest:
-    """Build (or resume building) the default set from the pinned projects and save it with splits."""
-    instances = build_tasks([p.source() for p in DEFAULT_PROJECTS], sandbox=sandbox, max_per_project=max_per_project,
-                            seed=DEFAULT_SEED, workers=workers, console=console, progress=progress)
+    """Build (or resume building) the default set from the pinned projects and save it with splits.
+
+    Everything that shapes the set is pinned here (projects, seed, instances per project), so
+    every machine builds the same files; `Manifest.digest` shows whether two sets are equal.
+    """
+    instances = build_tasks([p.source() for p in DEFAULT_PROJECTS], sandbox=sandbox,
+                            max_per_project=DEFAULT_MAX_PER_PROJECT, seed=DEFAULT_SEED, workers=workers,
+                            console=console, progress=progress)
     origin = "built from " + ", ".join(f"{p.name}=={p.version}" for p in DEFAULT_PROJECTS)
     return save_taskset(DEFAULT_TASKSET, with_splits(instances, seed=DEFAULT_SEED), origin=origin, seed=DEFAULT_SEED)
 

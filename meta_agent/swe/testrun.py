@@ -8,12 +8,14 @@ so odd test ids, captured output or a killed run cannot confuse the result.
 from __future__ import annotations
 
 import json
-import sys
+import os
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meta_agent.swe.env import env_python
+from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import TestSetup
 from sandboxes import Session
 
@@ -49,6 +51,8 @@ class TestReport:
     exit_code: int | None = None
     """pytest's exit code; None when the run never finished (timeout, crash, killed)."""
     timed_out: bool = False
+    stalled: str = ""
+    """The test that ran past the run's stall timeout (the run was ended there); empty otherwise."""
     wall_time: float = 0.0
     coverage: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     """node id -> {absolute source file: executed lines}; only filled when tracing was asked for."""
@@ -70,6 +74,36 @@ class TestReport:
     def failing(self) -> set[str]:
         return {k for k, v in self.tests.items() if v.outcome in FAILING}
 
+    def disagreement(self) -> str:
+        """Why pytest's exit status contradicts the per-test outcomes; empty when they agree.
+
+        Only a finished run is checked (a killed one has no exit status). Exit 0 means no test
+        failed; exit 1 means at least one did; 3 (internal error) and 4 (usage error, e.g. a bad
+        pytest argument) mean the outcomes cannot be trusted at all.
+        """
+        if not self.finished:
+            return ""
+        failing = sorted(self.failing())
+        code = self.exit_code
+        if code == 0 and (failing or self.collect_errors):
+            bad = failing or sorted(self.collect_errors)
+            return f"pytest exited 0 (all passed) but reported {len(bad)} failing: {', '.join(bad[:3])}"
+        if code == 1 and not failing:
+            return (f"pytest exited 1 (tests failed) but every one of the {len(self.tests)} tests it reported "
+                    "passed or was skipped")
+        if code in (3, 4):
+            what = "an internal error" if code == 3 else "a usage error (check the pytest arguments)"
+            return f"pytest stopped with {what} (exit {code}): {self.output_tail[-500:]}"
+        return ""
+
+
+class GradingError(SweTaskError):
+    """pytest's exit status disagrees with its per-test outcomes: no verdict may be drawn from the run."""
+
+    def __init__(self, message: str, report: TestReport) -> None:
+        super().__init__(message)
+        self.report = report
+
 
 def test_file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
@@ -77,6 +111,17 @@ def test_file_of(nodeid: str) -> str:
 
 SANDBOX_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PY_COLORS": "0"}
 """Plugins installed beside pytest on the host must not change what a run means."""
+
+
+def run_env(root: Path, setup: TestSetup) -> dict[str, str]:
+    """The environment of a test run: the checkout's import paths on PYTHONPATH.
+
+    The runner itself starts isolated (-I ignores PYTHONPATH) and sets its sys.path by hand;
+    PYTHONPATH is for what the tests start: `python -m pkg` in a subprocess must import the
+    project as it would from a venv where it is installed (the deps are in the venv itself).
+    """
+    paths = [os.path.normpath(root / p) for p in setup.python_path]
+    return {**SANDBOX_ENV, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def run_tests(
@@ -87,13 +132,17 @@ def run_tests(
     select: Iterable[str] | None = None,
     files: Iterable[str] | None = None,
     timeout: float,
+    env: Path,
     trace_files: Iterable[Path] = (),
-    deps_dir: Path | None = None,
+    stall_timeout: float | None = None,
 ) -> TestReport:
     """Run pytest on `root` in `session`: the `select`ed node ids (their files only), or all of `files`.
 
+    Raises GradingError when pytest's exit status contradicts the per-test outcomes.
     With `trace_files`, records which lines of those files each test executed (for choosing
-    the tests that can see a mutation). `deps_dir` is an extra import directory (mount it read-only in the session).
+    the tests that can see a mutation). `env` is the project's test venv (`env.project_env`,
+    mounted in the session): its python runs the tests.
+    `stall_timeout` ends the run (as timed out) once no test has finished for that many seconds.
     """
     selected = sorted(set(select)) if select is not None else None
     targets = sorted({test_file_of(n) for n in selected}) if selected is not None else sorted(set(files or []))
@@ -108,20 +157,23 @@ def run_tests(
     spec_path = scratch / f"swe-spec-{token}.json"
     args = [*BASE_PYTEST_ARGS, f"--rootdir={root}", *setup.pytest_args]
     args += ["--", *targets]
-    python_path = [*setup.python_path, *([str(deps_dir)] if deps_dir is not None else [])]
-    spec = {"root": str(root), "python_path": python_path, "args": args, "select": selected,
-            "report": str(report_path), "trace_files": [str(p) for p in trace_files]}
+    spec = {"root": str(root), "python_path": setup.python_path, "args": args, "select": selected,
+            "report": str(report_path), "trace_files": [str(p) for p in trace_files],
+            "stall_timeout": stall_timeout}
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     try:
-        result = session.run([sys.executable, "-I", "-B", str(runner), str(spec_path)], timeout=timeout,
-                             cwd=root, env=SANDBOX_ENV)
+        result = session.run([str(env_python(env)), "-I", "-B", str(runner), str(spec_path)], timeout=timeout,
+                             cwd=root, env=run_env(root, setup))
         report = parse_report(report_path)
     finally:
         spec_path.unlink(missing_ok=True)
         report_path.unlink(missing_ok=True)
-    report.timed_out = result.timed_out
+    report.timed_out = result.timed_out or bool(report.stalled)
     report.wall_time = result.wall_time
     report.output_tail = "\n".join((result.stdout + "\n" + result.stderr).strip().splitlines()[-40:])
+    problem = report.disagreement()
+    if problem:
+        raise GradingError(f"refusing to grade this pytest run: {problem}", report)
     return report
 
 
@@ -142,6 +194,8 @@ def parse_report(path: Path) -> TestReport:
                 report.coverage[rec["nodeid"]] = rec["lines"]
         elif event == "collect_error":
             report.collect_errors[rec["nodeid"]] = rec.get("message", "")
+        elif event == "stalled":
+            report.stalled = rec.get("nodeid") or "(collection)"
         elif event == "done":
             report.exit_code = int(rec["exit_code"])
     return report

@@ -19,11 +19,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from meta_agent.swe.checkout import checkout
-from meta_agent.swe.env import deps_dir, deps_mounts
+from meta_agent.swe.env import env_mounts, project_env
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.layout import is_test_path, list_files
 from meta_agent.swe.mutate import parse
-from meta_agent.swe.testrun import PASSED, run_tests
+from meta_agent.swe.testrun import PASSED, GradingError, run_tests
 from sandboxes import Limits, Sandbox
 
 EVAL_LIMITS = Limits(memory_mb=4096, cpus=1.0, pids=256)
@@ -144,10 +144,16 @@ def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> P
                 verdict.detail = f"the instance's test_patch does not apply after the diff: {error}"
                 return verdict
         setup = instance.test_setup()
-        deps = deps_dir(setup.deps)
-        with sandbox.open(root, mounts=deps_mounts(deps), limits=EVAL_LIMITS) as session:
-            report = run_tests(session, root, setup, select=[*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS],
-                               timeout=setup.timeout_s, deps_dir=deps)
+        env = project_env(setup.deps)
+        try:
+            with sandbox.open(root, mounts=env_mounts(env), limits=EVAL_LIMITS) as session:
+                report = run_tests(session, root, setup, select=[*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS],
+                                   timeout=setup.timeout_s, env=env)
+        except GradingError as e:
+            # No verdict from a run whose exit status contradicts its outcomes: never a pass.
+            verdict.tests = {t: e.report.outcome(t) for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]}
+            verdict.detail = str(e)[:2000]
+            return verdict
         verdict.tests = {t: report.outcome(t) for t in [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]}
         verdict.fail_to_pass_passed = sum(verdict.tests[t] == PASSED for t in instance.FAIL_TO_PASS)
         verdict.pass_to_pass_passed = sum(verdict.tests[t] == PASSED for t in instance.PASS_TO_PASS)

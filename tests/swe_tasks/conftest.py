@@ -16,25 +16,34 @@ import git
 import pytest
 
 from meta_agent.swe.build import build_tasks
+from meta_agent.swe.env import project_env
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.sources import Source
 from sandboxes import Sandbox, get_backend
-from tests.swe_tasks.swe_test_projects import CALC, INFLECTION, TEST_CALC
+from tests.swe_tasks.swe_test_projects import CALC, INFLECTION, TEST_CALC, UNITS_FILES, make_repo
 
 
 @pytest.fixture(scope="package")
 def swe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh META_AGENT_CACHE for this session whose sdist folder is shared with later sessions."""
+    """A fresh META_AGENT_CACHE for this session whose downloads (sdists, installed deps, verify venvs)
+    are shared with later sessions."""
     shared = Path(os.environ["META_AGENT_CACHE"])
     fresh = tmp_path_factory.mktemp("swe-cache")
-    (shared / "swe" / "sdists").mkdir(parents=True, exist_ok=True)
     (fresh / "swe").mkdir()
-    (fresh / "swe" / "sdists").symlink_to(shared / "swe" / "sdists")
+    for downloads in ("sdists", "envs", "verify-envs"):
+        (shared / "swe" / downloads).mkdir(parents=True, exist_ok=True)
+        (fresh / "swe" / downloads).symlink_to(shared / "swe" / downloads)
     os.environ["META_AGENT_CACHE"] = str(fresh)
     try:
         yield fresh
     finally:
         os.environ["META_AGENT_CACHE"] = str(shared)
+
+
+@pytest.fixture(scope="package")
+def swe_env(swe_cache: Path) -> Path:
+    """The test venv with pytest and no deps (shared across sessions like the other downloads)."""
+    return project_env([])
 
 
 @pytest.fixture(scope="package")
@@ -68,3 +77,14 @@ def calc_instances(swe_cache: Path, calc_repo: git.Repo, swe_sandbox: Sandbox) -
 @pytest.fixture(scope="package")
 def inflection_instances(swe_cache: Path, swe_sandbox: Sandbox) -> list[SweInstance]:
     return build_tasks([INFLECTION.source()], sandbox=swe_sandbox, max_per_project=4, seed=0, progress=False)
+
+
+@pytest.fixture(scope="package")
+def units_repo(tmp_path_factory: pytest.TempPathFactory) -> git.Repo:
+    return make_repo(tmp_path_factory.mktemp("units") / "units", UNITS_FILES)
+
+
+@pytest.fixture(scope="package")
+def units_instances(swe_cache: Path, units_repo: git.Repo, swe_sandbox: Sandbox) -> list[SweInstance]:
+    return build_tasks([Source("git", str(units_repo.working_dir))], sandbox=swe_sandbox, max_per_project=8,
+                       seed=0, progress=False)

@@ -41,7 +41,7 @@ def test_swe_bench_rows_with_json_encoded_test_lists_are_read(tmp_path: Path) ->
 
 def test_written_files_read_back_identically(tmp_path: Path) -> None:
     [inst] = read_instances(_write_jsonl(tmp_path / "swe.jsonl", [SWE_BENCH_ROW]))
-    write_instances(tmp_path / "out.jsonl", [inst])
+    write_instances(tmp_path / "out.jsonl", [inst], with_private=False)
     row = json.loads((tmp_path / "out.jsonl").read_text())
     assert isinstance(row["FAIL_TO_PASS"], list) and row["instance_id"] == SWE_BENCH_ROW["instance_id"]
     assert read_instances(tmp_path / "out.jsonl") == [inst]

@@ -12,12 +12,40 @@ from typing import Any
 
 from harness.swe import repo
 
-_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
+_SUMMARY = re.compile(r"^(SUB)?(PASSED|FAILED|ERROR|XFAIL|XPASS)\b")
+_WORD = {"PASSED": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": "xfailed", "XPASS": "xpassed"}
+FAILING = ("failed", "error")
 _CACHE: dict[tuple[str, str, bool], dict[str, Any]] = {}
 
 
+def parse_outcomes(text: str, node_ids: list[str], exit_code: int) -> dict[str, str]:
+    """node id -> outcome from pytest's `-rA` summary and exit status; a test with any failing line fails.
+
+    A failed unittest subTest prints `SUBFAILED(...) id` and then the test's own `PASSED id`:
+    the failure wins. When the exit status contradicts the lines (exit 1 with nothing failing,
+    exit 0 with a failure, or pytest could not run the tests), every test counts as an error.
+    """
+    seen: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _SUMMARY.match(line)
+        if not m:
+            continue
+        node = next((n for n in node_ids if f" {n} - " in f"{line} - "), None)
+        if node is None or seen.get(node) in FAILING:
+            continue
+        outcome = _WORD[m.group(2)]
+        if m.group(1) and outcome not in FAILING:
+            continue  # a passing subtest says nothing about its test
+        seen[node] = outcome
+    outcomes = {n: seen.get(n, "missing") for n in node_ids}
+    failing = any(o in FAILING for o in outcomes.values())
+    if exit_code in (2, 3, 4) or (exit_code == 0 and failing) or (exit_code == 1 and not failing):
+        return dict.fromkeys(node_ids, "error")
+    return outcomes
+
+
 def run_pytest(checkout: Path, node_ids: list[str], meta: dict[str, Any], timeout: float) -> dict[str, str]:
-    """node id -> outcome (passed/failed/error/missing) for one pytest run."""
+    """node id -> outcome (passed/failed/error/xfailed/xpassed/missing/timeout) for one pytest run."""
     if not node_ids:
         return {}
     env = {"PATH": "/usr/bin:/bin", "HOME": str(checkout), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
@@ -26,15 +54,9 @@ def run_pytest(checkout: Path, node_ids: list[str], meta: dict[str, Any], timeou
            *meta.get("pytest_args", []), *node_ids]
     try:
         res = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True, timeout=timeout)
-        text = res.stdout
     except subprocess.TimeoutExpired:
-        return {n: "timeout" for n in node_ids}
-    seen: dict[str, str] = {}
-    for line in text.splitlines():
-        m = _OUTCOME.match(line)
-        if m:
-            seen[m.group(2)] = m.group(1).lower()
-    return {n: seen.get(n, "missing") for n in node_ids}
+        return dict.fromkeys(node_ids, "timeout")
+    return parse_outcomes(res.stdout, node_ids, res.returncode)
 
 
 def evaluate(task: dict[str, Any], patch: str, tasks_dir: Path, timeout: float,
