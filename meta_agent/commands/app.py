@@ -23,7 +23,7 @@ USER_ERRORS = (UserError, SandboxError, UnknownName)
 errors = Console(stderr=True, highlight=False)
 
 
-def one_line_errors(fn: F) -> F:
+def one_line_errors(fn: F, interrupted: str = "interrupted") -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -32,7 +32,7 @@ def one_line_errors(fn: F) -> F:
             errors.print(f"[bold red]error:[/] {e}")
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
-            errors.print("[yellow]interrupted[/]")
+            errors.print(f"[yellow]{interrupted}[/]")
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
@@ -41,7 +41,9 @@ def one_line_errors(fn: F) -> F:
 class App(typer.Typer):
     """A Typer app whose commands all report user errors the same way."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, interrupted: str = "interrupted", **kwargs: Any) -> None:
+        """`interrupted`: what Ctrl-C prints (say how to continue, where the command can)."""
+        self.interrupted = interrupted
         kwargs.setdefault("no_args_is_help", True)
         kwargs.setdefault("pretty_exceptions_enable", False)
         kwargs.setdefault("rich_markup_mode", "rich")
@@ -51,7 +53,7 @@ class App(typer.Typer):
         register = super().command(*args, **kwargs)
 
         def decorator(fn: F) -> F:
-            register(one_line_errors(fn))
+            register(one_line_errors(fn, self.interrupted))
             return fn
 
         return decorator

@@ -2,42 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from meta_agent.commands.app import App
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 
-app = typer.Typer(help="Build, import and inspect repository-level bug-fix tasks (SWE-bench format).",
-                  no_args_is_help=True)
+app = App(help="Build, import and inspect repository-level bug-fix tasks (SWE-bench format).",
+          interrupted="interrupted; run the same command again to continue where it stopped")
 console = Console()
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _user_errors(fn: F) -> F:
-    """Errors a user can act on become one red line and exit code 1."""
-    from meta_agent.swe.errors import SweTaskError
-    from sandboxes import SandboxError
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (SweTaskError, SandboxError, KeyError) as e:
-            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            console.print(f"[bold red]error:[/] {msg}", highlight=False)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted; run the same command again to continue where it stopped[/]")
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _split_table(title: str, rows: dict[str, Counter[str]]) -> Table:
@@ -49,7 +27,6 @@ def _split_table(title: str, rows: dict[str, Counter[str]]) -> Table:
 
 
 @app.command()
-@_user_errors
 def build(
     from_pypi: Annotated[list[str], typer.Option("--from-pypi", help="NAME==VERSION of a PyPI sdist; repeatable")]
     = [],  # noqa: B006 - typer needs a literal default
@@ -110,7 +87,6 @@ def build(
 
 
 @app.command(name="import")
-@_user_errors
 def import_(
     file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
     name: Annotated[str | None, typer.Option(help="task set name (default: the file's stem)")] = None,
@@ -133,7 +109,6 @@ def import_(
 
 
 @app.command(name="list")
-@_user_errors
 def list_() -> None:
     """Instance counts per task set, project and split."""
     from meta_agent.swe.instance import SPLITS
@@ -153,7 +128,6 @@ def list_() -> None:
 
 
 @app.command()
-@_user_errors
 def show(
     instance_id: Annotated[str, typer.Argument(help="an instance id from `meta-agent tasks list` files")],
     patch: Annotated[bool, typer.Option("--patch", help="also print the gold patch")] = False,
@@ -177,7 +151,6 @@ def show(
 
 
 @app.command()
-@_user_errors
 def export(
     out: Annotated[Path, typer.Option(help="JSONL file to write")],
     taskset: Annotated[str, typer.Option(help="task set to export (`meta-agent tasks list`)")] = "default",
@@ -208,7 +181,6 @@ def export(
 
 
 @app.command()
-@_user_errors
 def verify(
     taskset: Annotated[str, typer.Option(help="task set to check (`meta-agent tasks list`)")] = "default",
     sample: Annotated[int | None, typer.Option(min=1, help="check N instances spread over projects (default: all)")]

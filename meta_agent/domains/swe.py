@@ -20,13 +20,14 @@ from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Split, TaskResult
 from meta_agent.domains.settings import SweSettings
 from meta_agent.domains.swe_scaffold import run_episodes
+from meta_agent.sealed import sealed_backend
 from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.checkout import checkout
 from meta_agent.swe.defaults import DEFAULT_TASKSET
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.taskset import build_default, list_tasksets, load_tasks
 from meta_agent.swe.verdict import evaluate_patch
-from sandboxes import Sandbox, get_backend
+from sandboxes import Sandbox
 
 CONFTEST_HACK = (
     "--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1,7 @@\n+import pytest\n+\n+\n"
@@ -70,7 +71,7 @@ class SweDomain:
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = get_backend(self.settings.sandbox)
+            self._sandbox = sealed_backend(self.settings.sandbox)
         return self._sandbox
 
     def instances(self, split: Split) -> list[SweInstance]:

@@ -21,8 +21,9 @@ from typing import Any
 
 from filelock import FileLock
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from meta_agent.progress import progress_bar
+from meta_agent.sealed import sealed_backend
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
@@ -36,7 +37,7 @@ from meta_agent.swe.sources import Source, prepare_repo
 from meta_agent.swe.statement import changed_lines, quotes_patch, write_problem_statement
 from meta_agent.swe.testrun import GradingError, TestReport, run_tests, test_file_of
 from meta_agent.swe.verdict import evaluate_patch
-from sandboxes import Sandbox, Session, get_backend
+from sandboxes import Sandbox, Session
 
 MESSAGES_KEPT = 5
 
@@ -322,9 +323,7 @@ class ProjectBuilder:
     def _drive(self, base: BaseRun, order: list[Mutation], records: dict[str, MutantRecord], slots: Slots) -> None:
         """Test mutants in order, `workers` at a time, until the kept prefix is full or none are left."""
         todo = iter(m for m in order if m.id not in records)
-        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[note]}"), TimeElapsedColumn(), console=self.console,
-                            disable=not self.progress, transient=False)
+        progress = progress_bar(self.console, note=True, enabled=self.progress)
         with progress, ThreadPoolExecutor(self.workers, thread_name_prefix="swe-mutant") as pool:
             task = progress.add_task(self.repo_name, total=min(self.max_instances, len(order)), note="")
             running: dict[Future[MutantRecord], Mutation] = {}
@@ -369,7 +368,7 @@ def build_tasks(
     `pytest_args` are stored in every instance and used by every later run of its tests.
     All sources are fetched and checked for tests before any of them is built.
     """
-    backend = get_backend(sandbox) if isinstance(sandbox, str) else sandbox
+    backend = sealed_backend(sandbox) if isinstance(sandbox, str) else sandbox
     console = console or Console(stderr=True)
     builders = [ProjectBuilder(source, backend, max_instances=max_per_project, seed=seed, workers=workers,
                                deps=list(deps or []), pytest_args=list(pytest_args or []), console=console,

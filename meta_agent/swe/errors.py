@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from meta_agent.errors import UserError
 
-class SweTaskError(RuntimeError):
+
+class SweTaskError(UserError, RuntimeError):
     """A task could not be built, imported, checked out or evaluated; the message says what to do."""

@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meta_agent.errors import ContractError
+from meta_agent.fsutil import atomic_write_text
 from meta_agent.swe.env import env_python
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import TestSetup
+from meta_agent.untrusted_files import read_bytes
 from sandboxes import Session
 
 RUNNER = Path(__file__).with_name("pytest_runner.py")
@@ -150,9 +153,12 @@ def run_tests(
         return TestReport(exit_code=5)
     token = uuid.uuid4().hex[:12]
     scratch = session.scratch
+    # The scratch dir is the sandbox's to write: a project's tests (or a patch under evaluation) could have
+    # replaced the runner or planted links. Nothing of an earlier run is alive now, so the runner and the
+    # spec are written afresh by create-then-rename (a planted link is replaced, never followed), and the
+    # report is read as plain data.
     runner = scratch / "meta_agent_swe_runner.py"
-    if not runner.exists():
-        runner.write_text(RUNNER.read_text(encoding="utf-8"), encoding="utf-8")
+    atomic_write_text(runner, RUNNER.read_text(encoding="utf-8"))
     report_path = scratch / f"swe-report-{token}.jsonl"
     spec_path = scratch / f"swe-spec-{token}.json"
     args = [*BASE_PYTEST_ARGS, f"--rootdir={root}", *setup.pytest_args]
@@ -160,7 +166,7 @@ def run_tests(
     spec = {"root": str(root), "python_path": setup.python_path, "args": args, "select": selected,
             "report": str(report_path), "trace_files": [str(p) for p in trace_files],
             "stall_timeout": stall_timeout}
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    atomic_write_text(spec_path, json.dumps(spec))
     try:
         result = session.run([str(env_python(env)), "-I", "-B", str(runner), str(spec_path)], timeout=timeout,
                              cwd=root, env=run_env(root, setup))
@@ -180,9 +186,11 @@ def run_tests(
 def parse_report(path: Path) -> TestReport:
     """Read the runner's JSON lines; a torn last line (the run was killed mid-write) is ignored."""
     report = TestReport()
-    if not path.is_file():
-        return report
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    try:
+        text = read_bytes(path).decode("utf-8", errors="replace")
+    except ContractError:
+        return report  # missing, or not a plain file: no outcome is taken from it
+    for line in text.splitlines():
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:

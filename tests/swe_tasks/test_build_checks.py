@@ -24,6 +24,8 @@ from meta_agent.swe.testrun import run_tests
 from sandboxes import Sandbox
 from tests.swe_tasks.swe_test_projects import SLOW_FILES, SLOW_MUTANT_LINE, make_repo, write_tree
 
+pytestmark = pytest.mark.slow  # builds task sets with real pytest runs in the sandbox
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "swe-tasks.md"
 SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
 

@@ -16,6 +16,8 @@ from meta_agent.swe.statement import changed_lines
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
 
+pytestmark = pytest.mark.slow  # builds task sets with real pytest runs in the sandbox
+
 
 def test_build_keeps_several_instances_with_swe_bench_fields(calc_instances: list[SweInstance]) -> None:
     assert len(calc_instances) >= 5

@@ -14,6 +14,8 @@ from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
 from tests.swe_tasks.swe_test_projects import INFLECTION
 
+pytestmark = pytest.mark.slow  # builds task sets with real pytest runs in the sandbox
+
 
 def test_pypi_build_yields_validated_instances(inflection_instances: list[SweInstance], swe_sandbox: Sandbox) -> None:
     assert len(inflection_instances) == 4

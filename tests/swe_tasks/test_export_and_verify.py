@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from meta_agent.backtest.stats import bootstrap_ci
 from meta_agent.commands.tasks import app
 from meta_agent.domains.base import EvalResult, TaskResult
+from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.splits import with_splits
 from meta_agent.swe.taskset import save_taskset

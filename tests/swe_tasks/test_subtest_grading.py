@@ -22,6 +22,8 @@ from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
 from tests.swe_tasks.swe_test_projects import UNITS_FILES, write_tree
 
+pytestmark = pytest.mark.slow  # builds task sets with real pytest runs in the sandbox
+
 KNOWN_BUG = "tests/test_units.py::TestGrade::test_known_bug_at_base"
 CLAMP = "tests/test_units.py::TestPercent::test_clamp"
 
