@@ -22,8 +22,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from meta_agent.eventlog import EventLog  # noqa: E402
 from meta_agent.journal import GenerationDone  # noqa: E402
-from meta_agent.lineage import EventLog  # noqa: E402
 
 
 def main() -> None:

@@ -190,12 +190,13 @@ def resume(
 def lineage(
     run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")],
     rebuild: Annotated[bool, typer.Option(help="rebuild lineage.sqlite from events.jsonl first")] = False,
-    check: Annotated[bool, typer.Option(help="compare the index with the harness repo's branches and merges")] = False,
+    check: Annotated[bool, typer.Option(help="read-only: the journal is whole (no torn tail), and the index, "
+                                             "the verdict notes and the harness checkout agree with git")] = False,
 ) -> None:
     """Show a run's candidates with their stages and verdicts (from the lineage index)."""
     import git
 
-    from meta_agent.lineage import check_against_git, query, rebuild_index
+    from meta_agent.lineage import check_run, query, rebuild_index
     from meta_agent.runinfo import read_run_info
 
     if rebuild:
@@ -207,10 +208,11 @@ def lineage(
                       delta, row["branch"])
     console.print(table)
     if check:
-        problems = check_against_git(run_dir, git.Repo(read_run_info(run_dir).harness))
+        problems = check_run(run_dir, git.Repo(read_run_info(run_dir).harness))
         for p in problems:
             console.print(f"[red]mismatch:[/] {p}")
-        console.print("[green]index matches git[/]" if not problems else f"{len(problems)} mismatches")
+        console.print("[green]journal, index, notes and checkout agree with git[/]" if not problems
+                      else f"{len(problems)} mismatches")
         if problems:
             raise typer.Exit(1)
 

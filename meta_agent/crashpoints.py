@@ -4,9 +4,9 @@
 (optionally `NAME@N` for its N-th pass, 1-based): then the process kills itself with SIGKILL, which is
 what a power cut or an OOM kill does to a run. Two more variables serve the crash-injection test:
 `META_AGENT_CRASH_TRACE=FILE` appends every point passed to FILE (so the test knows which points a
-run reaches), and `META_AGENT_CRASH_SNAPSHOT=DIR` copies the run directory to DIR/<point>/ the first
-time each point is passed (the state a kill there would leave), so one reference run yields a
-crashed state per point without a run per point.
+run reaches), and `META_AGENT_CRASH_SNAPSHOT=DIR` copies the run directory (and the user data dir, where skill evidence
+lives) to DIR/<point>/ the first time each point is passed: the state a kill there would leave, so
+one reference run yields a crashed state per point without a run per point.
 
 Every point is declared in `POINTS` with what `resume` does there; docs/evolve.md lists them and a
 test fails if one is never reached.
@@ -26,6 +26,8 @@ SNAPSHOT_ENV = "META_AGENT_CRASH_SNAPSHOT"
 
 POINTS: dict[str, str] = {
     "setup/after-run-info": "run.json exists, the harness repo not yet: resume creates it",
+    "setup/harness-half-made": "the harness repo is being built (template copied, `git init` done, no commit "
+                               "yet) beside its place: resume, or the same `evolve` again, builds it afresh",
     "setup/after-harness": "the harness repo exists (created whole, by rename), run/start not journaled: resume "
                            "opens it and journals the start",
     "step/after-work": "a step's work is done, its journal line not written: resume redoes the step "
@@ -56,9 +58,12 @@ def crashpoint(name: str, run_dir: Path | None = None) -> None:
             f.write(name + "\n")
     snapshot = os.environ.get(SNAPSHOT_ENV)
     if snapshot and run_dir is not None and _passes[name] == 1:
-        target = Path(snapshot) / name.replace("/", "__") / run_dir.name
+        target = Path(snapshot) / name.replace("/", "__")
         if not target.exists():
-            shutil.copytree(run_dir, target, symlinks=True)
+            shutil.copytree(run_dir, target / "run", symlinks=True)
+            data = os.environ.get("META_AGENT_DATA")  # skill evidence lives in the user library
+            if data and Path(data).is_dir():
+                shutil.copytree(data, target / "data", symlinks=True)
     wanted = os.environ.get(CRASH_ENV)
     if wanted:
         point, _, nth = wanted.partition("@")

@@ -7,10 +7,12 @@ import io
 import os
 import shutil
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import git
 
+from meta_agent.crashpoints import crashpoint
 from meta_agent.errors import UserError
 from meta_agent.paths import harness_template
 
@@ -61,7 +63,8 @@ def _belongs_to_other_domain(rel: Path, domain: str, domains: list[str]) -> bool
 
 def init_harness(dest: Path, domain: str) -> git.Repo:
     """Create a harness repo for `domain` (a harness-side domain module of the template) from the shipped
-    template, first commit by meta-agent."""
+    template, first commit by meta-agent. It is built beside `dest` and renamed into place once that
+    commit exists, so a kill never leaves a half-made repo at `dest`."""
     template = harness_template()
     domains = template_domains(template)
     if domain not in domains:
@@ -71,27 +74,30 @@ def init_harness(dest: Path, domain: str) -> git.Repo:
     config = template / "configs" / f"{domain}.yaml"
     if not config.is_file():
         raise GitOpsError(f"the harness template has no configuration for domain {domain!r} ({config})")
-    dest.mkdir(parents=True, exist_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    build = dest.with_name(f".{dest.name}.partial")
+    if build.exists():
+        shutil.rmtree(build)  # what a killed earlier attempt left
+    build.mkdir()
     for src in sorted(template.rglob("*")):
         rel = src.relative_to(template)
         if src.is_dir() or "__pycache__" in rel.parts or _belongs_to_other_domain(rel, domain, domains):
             continue
-        target = dest / rel
+        target = build / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, target)
-    shutil.copy2(config, dest / "harness.yaml")
-    (dest / ".gitignore").write_text(HARNESS_GITIGNORE)
-    repo = harden(git.Repo.init(dest, initial_branch="main"))
+    shutil.copy2(config, build / "harness.yaml")
+    (build / ".gitignore").write_text(HARNESS_GITIGNORE)
+    repo = harden(git.Repo.init(build, initial_branch="main"))
     with repo.config_writer() as cw:
         cw.set_value("user", "name", AUTHOR.name)
         cw.set_value("user", "email", AUTHOR.email)
     repo.git.add(A=True)
-    repo.index.commit(
-        f"Initial {domain} harness (meta-agent init)",
-        author=AUTHOR,
-        committer=AUTHOR,
-    )
-    return repo
+    crashpoint("setup/harness-half-made", dest.parent)
+    repo.index.commit(f"Initial {domain} harness (meta-agent init)", author=AUTHOR, committer=AUTHOR)
+    repo.close()
+    build.rename(dest)  # an empty `dest` directory is replaced; a non-empty one was refused above
+    return harden(git.Repo(dest))
 
 
 def open_harness(path: Path) -> git.Repo:
@@ -251,21 +257,42 @@ def merge_commit(repo: git.Repo, branch: str, message: str, target: str = "main"
         return str(repo.git.commit_tree(tree, "-p", old, "-p", repo.commit(branch).hexsha, "-m", message))
 
 
-def advance(repo: git.Repo, target: str, new: str, old: str) -> None:
-    """Move `target` from `old` to `new` (compare-and-swap), the user's clean checkout of it along."""
+def advance(repo: git.Repo, target: str, new: str, old: str, after_ref: Callable[[], None] | None = None) -> None:
+    """Move `target` from `old` to `new` (compare-and-swap), the user's clean checkout of it along.
+    `after_ref` runs between the two (a crash point: the ref moved, the checkout not yet)."""
     follow = _checkout_follows(repo, target)
     repo.git.update_ref(f"refs/heads/{target}", new, old)
+    if after_ref is not None:
+        after_ref()
     if follow:
         # Two-tree read-tree is git's own fast-forward of index and files; it refuses to clobber changes.
         repo.git.read_tree("-m", "-u", old, new)
 
 
-def merge_no_ff(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None) -> str:
+def sync_checkout(repo: git.Repo, target: str = "main") -> bool:
+    """Finish moving the user's checkout of `target` if a run was killed after the ref moved: the index
+    and files still hold the tree of `target`'s first parent, untouched since. True if it moved them."""
+    if repo.bare or repo.head.is_detached or repo.active_branch.name != target:
+        return False
+    head = repo.commit(target)
+    if not head.parents or not repo.git.diff("--cached", "--name-only", head.hexsha):
+        return False
+    previous = head.parents[0]
+    behind = not repo.git.diff("--cached", "--name-only", previous.hexsha)  # index == the old tree
+    untouched = not repo.git.diff("--name-only")  # files == index
+    if behind and untouched:
+        repo.git.read_tree("-m", "-u", previous.hexsha, head.hexsha)
+        return True
+    return False
+
+
+def merge_no_ff(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None,
+                after_ref: Callable[[], None] | None = None) -> str:
     """Merge `branch` into `target` with a merge commit, without any working tree; `target` is either the
     old commit or the finished merge, never mid-merge."""
     old = repo.commit(target).hexsha
     merge = merge_commit(repo, branch, message, target, when)
-    advance(repo, target, merge, old)
+    advance(repo, target, merge, old, after_ref)
     return merge
 
 

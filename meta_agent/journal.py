@@ -39,6 +39,14 @@ class GenerationStarted(Event):
     t: float
 
 
+class CommitTime(Event):
+    """When a commit (a candidate's, a merge) was first made: a resumed run dates it the same, so it
+    writes the identical commit instead of a second one."""
+
+    TYPE: ClassVar[str] = "commit_time"
+    unix: int
+
+
 class Trained(Event):
     """A training run of some harness commit (main's, a noise rerun's, the static arm's)."""
 
@@ -172,7 +180,8 @@ class RunDone(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
-    RunStarted, GenerationStarted, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed, CandidateCreated,
-    StageDone, VerdictRecorded, Combined, Merged, SkillEvidence, SkillWritten, GenerationDone, FinalEval, RunDone,
+    RunStarted, GenerationStarted, CommitTime, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed,
+    CandidateCreated, StageDone, VerdictRecorded, Combined, Merged, SkillEvidence, SkillWritten, GenerationDone,
+    FinalEval, RunDone,
 )}
 """Type name in the file -> model; every event the loop writes is one of these."""

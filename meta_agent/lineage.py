@@ -1,10 +1,7 @@
-"""Lineage: an append-only event log (the run's journal) and a SQLite index rebuilt from it.
+"""Lineage: a SQLite index of a run's journal (`eventlog.EventLog`), and checks of it against git.
 
-Every finished step of a run appends one fsync'd JSON line keyed by what it finished
-(`g0/main-train`, `g1/c0/replay`, ...). `resume` replays the log and skips keys that are
-already there, so a run killed at any point redoes only the step it was in. The SQLite
-index is a view for queries (`meta-agent lineage`); it can always be rebuilt from the
-log, and checked against the harness repo's branches and merges.
+The index is a view for queries (`meta-agent lineage`); it is always rebuilt from the journal,
+never the other way round, and building it never changes the journal.
 """
 
 from __future__ import annotations
@@ -12,18 +9,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import git
-from pydantic import ValidationError
 
-from meta_agent.errors import RunDirError, UserError
-from meta_agent.gitops import is_merged
+from meta_agent.errors import RunDirError
+from meta_agent.eventlog import EVENTS, EventLog
+from meta_agent.gitops import is_merged, read_note
 from meta_agent.journal import (
-    EVENT_TYPES,
     CandidateCreated,
     Event,
     GenerationDone,
@@ -34,96 +28,7 @@ from meta_agent.journal import (
     VerdictRecorded,
 )
 
-EVENTS = "events.jsonl"
 INDEX = "lineage.sqlite"
-
-
-E = TypeVar("E", bound=Event)
-
-
-class JournalError(UserError, RuntimeError):
-    """The journal holds something this version cannot read (another version's run, a hand edit)."""
-
-
-@dataclass(frozen=True)
-class Record:
-    """One journal line: the event and where it sits."""
-
-    seq: int
-    time: str
-    key: str | None
-    event: Event
-
-
-class EventLog:
-    """Append-only JSONL of typed events; a torn last line (killed mid-write) is ignored and overwritten."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / EVENTS
-        self.records: list[Record] = []
-        self._by_key: dict[str, Record] = {}
-        if self.path.exists():
-            self._load()
-
-    def _load(self) -> None:
-        good = 0
-        with self.path.open("rb") as f:
-            for lineno, raw in enumerate(f, start=1):
-                try:
-                    line = json.loads(raw)
-                except json.JSONDecodeError:
-                    break  # a line cut by a kill: everything before it is intact
-                good += len(raw)
-                self._remember(self._parse(line, lineno))
-        if good != self.path.stat().st_size:
-            with self.path.open("r+b") as f:
-                f.truncate(good)
-
-    def _parse(self, line: dict[str, Any], lineno: int) -> Record:
-        model = EVENT_TYPES.get(line.get("type", ""))
-        if model is None:
-            raise JournalError(f"{self.path}:{lineno}: unknown event type {line.get('type')!r} "
-                               f"(known: {', '.join(sorted(EVENT_TYPES))}); was the run made by another version?")
-        try:
-            event = model.model_validate(line["data"])
-        except (ValidationError, KeyError) as e:
-            raise JournalError(f"{self.path}:{lineno}: invalid {model.TYPE} event: {e}") from e
-        return Record(seq=int(line["seq"]), time=str(line["time"]), key=line.get("key"), event=event)
-
-    def _remember(self, record: Record) -> None:
-        self.records.append(record)
-        if record.key:
-            self._by_key[record.key] = record
-
-    def append(self, event: Event, key: str | None = None) -> Event:
-        record = Record(seq=len(self.records), time=time.strftime("%Y-%m-%dT%H:%M:%S"), key=key, event=event)
-        line = json.dumps({"seq": record.seq, "time": record.time, "type": event.TYPE, "key": key,
-                           "data": event.model_dump(mode="json")}, sort_keys=True) + "\n"
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
-        self._remember(record)
-        return event
-
-    def done(self, key: str, model: type[E]) -> E | None:
-        """The event recorded when step `key` finished, or None if it has not finished."""
-        record = self._by_key.get(key)
-        if record is None:
-            return None
-        if not isinstance(record.event, model):
-            raise JournalError(f"{self.path}: step {key} recorded a {record.event.TYPE} event, expected {model.TYPE}")
-        return record.event
-
-    def finished(self, key: str) -> bool:
-        return key in self._by_key
-
-    def of_type(self, model: type[E]) -> list[E]:
-        return [r.event for r in self.records if isinstance(r.event, model)]
-
-    def keyed(self, prefix: str) -> list[Record]:
-        """Records whose key starts with `prefix` (e.g. `g1/`), in order."""
-        return [r for r in self.records if r.key and r.key.startswith(prefix)]
 
 
 SCHEMA = """
@@ -145,7 +50,7 @@ def rebuild_index(run_dir: Path) -> Path:
     if not (run_dir / EVENTS).is_file():
         raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
                           "printed as its run")
-    log = EventLog(run_dir)
+    log = EventLog(run_dir, repair=False)
     path = run_dir / INDEX
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
@@ -209,7 +114,40 @@ def check_against_git(run_dir: Path, repo: git.Repo) -> list[str]:
             continue
         if head != row["commit_sha"]:
             problems.append(f"{row['cand_id']}: branch at {head[:12]}, index says {row['commit_sha'][:12]}")
-        merged = is_merged(repo, row["commit_sha"])
+        merged = bool(row["merge_commit"]) and is_merged(repo, row["merge_commit"])
         if (row["verdict"] == "promoted") != merged:
-            problems.append(f"{row['cand_id']}: verdict {row['verdict']} but merged into main = {merged}")
+            problems.append(f"{row['cand_id']}: verdict {row['verdict']} but its merge is in main = {merged}")
+    return problems
+
+
+def check_run(run_dir: Path, repo: git.Repo) -> list[str]:
+    """Everything `lineage --check` compares: the index with git, the journal with itself and with the
+    index, every verdict and merge with its git note, and the user's checkout with main."""
+    log = EventLog(run_dir, repair=False)
+    problems = check_against_git(run_dir, repo)
+    if log.torn:
+        problems.append(f"the journal ends in a torn line ({len(log.torn)} bytes): `meta-agent resume` sets it aside "
+                        "and redoes that step")
+    keys = [r.key for r in log.records if r.key]
+    problems += [f"the journal records step {k} twice" for k in sorted({k for k in keys if keys.count(k) > 1})]
+    status = [row["status"] for row in query(run_dir, "SELECT status FROM runs")]
+    if log.of_type(RunDone) and status != ["done"]:
+        problems.append("the index says the run is not done but the journal finished it: rebuild with --rebuild")
+    created = {c.cand_id: c for c in log.of_type(CandidateCreated)}
+    final = {v.cand_id: v for v in log.of_type(VerdictRecorded)}
+    for cand_id, v in final.items():
+        commit = created[cand_id].commit if cand_id in created else None
+        if commit is None:
+            continue
+        note = read_note(repo, commit)
+        recorded = json.loads(note).get("verdict", {}).get("verdict") if note else None
+        if recorded != v.verdict:
+            problems.append(f"{cand_id}: its git note says {recorded or 'nothing'}, the journal says {v.verdict}")
+    for m in log.of_type(Merged):
+        if read_note(repo, m.merge_commit) is None:
+            problems.append(f"{m.cand_id}: its merge {m.merge_commit[:12]} has no git note")
+    if not repo.bare and not repo.head.is_detached and repo.active_branch.name == "main" and \
+            repo.is_dirty(untracked_files=False):
+        problems.append(f"the checkout of main in {repo.working_dir} differs from main (a merge that did not reach "
+                        "the files, or edits of your own): `meta-agent resume` brings an untouched one up to date")
     return problems

@@ -61,6 +61,6 @@ def chdir_tmp(tmp_path: Path) -> Iterator[Path]:
 
 def journal(run: Path, event: type[Any]) -> list[dict[str, Any]]:
     """The run's journal events of one type, as the dicts a test asserts on."""
-    from meta_agent.lineage import EventLog
+    from meta_agent.eventlog import EventLog
 
-    return [e.model_dump(mode="json") for e in EventLog(run).of_type(event)]
+    return [e.model_dump(mode="json") for e in EventLog(run, repair=False).of_type(event)]

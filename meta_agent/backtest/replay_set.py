@@ -47,9 +47,9 @@ def _opaque(kind: str, original: str, salt: str) -> str:
 
 def build_replay_set(path: Path, rollouts: list[RolloutRecord], probes: list[RolloutRecord], salt: str
                      ) -> ReplaySet:
-    probes = list(probes)
     """Write the sandbox's view of `rollouts` + `probes` to `path`; `salt` (secret to the sandbox) makes ids
     and order unguessable from one generation to the next."""
+    probes = list(probes)
     trusted: list[RolloutRecord] = []
     shown: list[RolloutRecord] = []
     commit = rollouts[0].harness_commit if rollouts else "unknown"

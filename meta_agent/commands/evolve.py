@@ -38,6 +38,8 @@ def run_evolve(cfg: EvolveConfig, console: Console, resume: bool = False) -> Pat
     reporter = RichReporter(console, cfg)
     with reporter.progress:
         ctx = prepare(cfg, reporter, resume=resume)
+        for repair in ctx.repairs:
+            console.print(f"[yellow]repaired:[/] {repair}")
         console.print(f"[bold]run[/] {ctx.run_dir}  [bold]harness[/] {ctx.repo.working_dir}  "
                       f"[bold]sandbox[/] {ctx.sandbox.name}  [bold]proposer[/] {ctx.proposer.name}")
         try:

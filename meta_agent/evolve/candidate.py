@@ -19,12 +19,13 @@ from meta_agent.backtest.replay_set import ReplaySet
 from meta_agent.backtest.static import run_static
 from meta_agent.backtest.train_stage import Control, run_train_stage
 from meta_agent.contract import ReplayRecord
+from meta_agent.crashpoints import crashpoint
 from meta_agent.errors import BudgetExhausted
+from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import RunContext
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree
 from meta_agent.journal import CandidateCreated, StageDone, VerdictRecorded
-from meta_agent.lineage import EventLog
 from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
 
@@ -88,10 +89,11 @@ class CandidateRun:
         if created.ok and created.commit:
             stages += self.cascade(created.commit, self.gen.main_before)
         verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
+        if created.ok and created.commit:  # the note first: a kill before the journal line redoes both
+            add_note(ctx.repo, created.commit, note_for(verdict, ctx.log))
+            crashpoint("verdict/after-note", ctx.run_dir)
         ctx.log.append(VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used),
                        key=self.key("verdict"))
-        if created.ok and created.commit:
-            add_note(ctx.repo, created.commit, note_for(verdict, ctx.log))
         return verdict
 
     def cascade(self, commit: str, base: str) -> list[StageResult]:
@@ -147,9 +149,10 @@ class CandidateRun:
         commit, outcome = implement(
             repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
-            kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.gen.g, 10 * self.k),
+            kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.key("commit")),
             rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file,
         )
+        crashpoint("candidate/after-branch", ctx.run_dir)
         return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started)
 
     def _replay(self, commit: str) -> StageResult:

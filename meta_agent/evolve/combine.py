@@ -32,8 +32,8 @@ def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created:
     """The winner on top of `new_main`: a clean merge, else its proposer's re-implementation there."""
     assert created.commit is not None
     try:
-        merged = merge_commit(ctx.repo, created.branch, f"Combine {created.branch} with main", when=ctx.when(
-            view.g, 950 + k))
+        merged = merge_commit(ctx.repo, created.branch, f"Combine {created.branch} with main",
+                              when=ctx.when(view.key(f"c{k}{TAG}", "merge")))
         ctx.repo.git.update_ref(f"refs/meta-agent/combined/{created.cand_id}", merged)  # kept from gc until merged
         return Combined(cand_id=created.cand_id, how="merge", commit=merged, branch=created.branch)
     except MergeConflict as e:
@@ -42,8 +42,8 @@ def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created:
     commit, outcome = implement(
         repo=ctx.repo, base=new_main, branch=branch, cand_id=created.cand_id, hypothesis=h, proposer=ctx.proposer,
         sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=view.dir / f"cand-{k}{TAG}" / "edit",
-        kit_dir=ctx.kit_dir, readable=[lib.root for lib in ctx.skills.libraries], when=ctx.when(view.g, 960 + k),
-        rollouts=view.replay_set.path, tasks=ctx.tasks_file)
+        kit_dir=ctx.kit_dir, readable=[lib.root for lib in ctx.skills.libraries],
+        when=ctx.when(view.key(f"c{k}{TAG}", "rebase")), rollouts=view.replay_set.path, tasks=ctx.tasks_file)
     if commit is None:
         return Combined(cand_id=created.cand_id, how="conflict", commit=None, branch="",
                         reason=f"{conflict}; re-implementing it on the new main failed: {outcome.reason}")

@@ -15,10 +15,11 @@ import git
 
 from meta_agent.agents.base import Proposer
 from meta_agent.config import EvolveConfig
+from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import Domain
 from meta_agent.errors import BudgetExhausted
-from meta_agent.journal import Event
-from meta_agent.lineage import EventLog
+from meta_agent.eventlog import EventLog
+from meta_agent.journal import CommitTime, Event
 from meta_agent.skills.store import SkillSet
 from sandboxes import Sandbox
 
@@ -68,8 +69,8 @@ class RunContext:
     reporter: Reporter
     budget: Budget
     kit_dir: Path
-    epoch: int
-    """Run start (unix seconds): commit dates derive from it, so a resumed run writes identical commits."""
+    repairs: list[str] = field(default_factory=list)
+    """What picking the run up again had to fix (a torn journal line, a checkout behind main)."""
 
     def step(self, key: str, model: type[E], fn: Callable[[], E]) -> E:
         """Run `fn` unless step `key` finished earlier; journal the event it returns."""
@@ -78,11 +79,14 @@ class RunContext:
             return done
         self.budget.check(key)
         event = fn()
+        crashpoint("step/after-work", self.run_dir)
         self.log.append(event, key=key)
         return event
 
-    def when(self, g: int, slot: int) -> str:
-        return f"{self.epoch + 1000 * g + slot} +0000"
+    def when(self, key: str) -> str:
+        """The date for the commit made under `key`: the real time it was first made, journaled first, so
+        that a resumed run makes the identical commit."""
+        return f"{self.step(f'{key}/time', CommitTime, lambda: CommitTime(unix=int(time.time()))).unix} +0000"
 
     def train_kwargs(self, policy: Path, seed: int, history: Path | None) -> dict[str, Any]:
         sb = self.cfg.sandbox

@@ -19,14 +19,16 @@ from filelock import FileLock, Timeout
 
 from meta_agent.agents.base import Proposer
 from meta_agent.config import EvolveConfig
+from meta_agent.crashpoints import crashpoint
 from meta_agent.domains import EvalResult, domain_entry, domain_for
 from meta_agent.errors import RunDirError, UserError
+from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import Budget, Reporter, RunContext
 from meta_agent.evolve.generation import Generation
 from meta_agent.evolve.steps import evaluate, train_and_report
-from meta_agent.gitops import GitOpsError, run_harness
+from meta_agent.gitops import GitOpsError, run_harness, sync_checkout
 from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted, Trained
-from meta_agent.lineage import EventLog, rebuild_index
+from meta_agent.lineage import rebuild_index
 from meta_agent.policy import resolve_policy
 from meta_agent.proposers import PROPOSERS
 from meta_agent.report.summary import RunSummary, write_summary
@@ -70,8 +72,10 @@ def repo_lock(repo: git.Repo, run_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _harness(cfg: EvolveConfig, run_dir: Path) -> git.Repo:
+def _harness(cfg: EvolveConfig, run_dir: Path, repairs: list[str]) -> git.Repo:
     repo = run_harness(run_dir, cfg.harness, domain_entry(cfg.domain).harness_domain)
+    if sync_checkout(repo, "main"):  # a run killed between moving main and updating the checkout
+        repairs.append(f"brought the checkout of {repo.working_dir} up to main, which a merge had moved")
     if cfg.harness is None:
         return repo
     if "main" not in [h.name for h in repo.heads]:
@@ -83,28 +87,35 @@ def _harness(cfg: EvolveConfig, run_dir: Path) -> git.Repo:
 
 
 def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunContext:
+    """A run's context: set up (run.json first, then the harness repo, then `run/start`, each safe to
+    redo after a kill), or picked up again, with what loading had to repair in `ctx.repairs`."""
     run_dir = (cfg.run_dir or default_run_dir("evolve", cfg.domain)).resolve()
     if not resume and (run_dir / "events.jsonl").exists():
         raise RunDirError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = cfg.model_copy(update={"run_dir": run_dir})
-    repo = _harness(cfg, run_dir)
     log = EventLog(run_dir)
+    repairs = list(log.repairs)
     started = log.done("run/start", RunStarted)
     root_policy = Path(started.root_policy) if started else resolve_policy(cfg.policy)
-    domain = domain_for(cfg)
-    skills = default_skill_set(cfg.skills, run_dir)
     if not started:
-        write_run_info(run_dir, RunInfo(command="evolve", domain=cfg.domain, harness=str(repo.working_dir),
+        harness = cfg.harness.resolve() if cfg.harness else run_dir / "harness"
+        write_run_info(run_dir, RunInfo(command="evolve", domain=cfg.domain, harness=str(harness),
                                         policy=str(root_policy), created=time.strftime("%Y-%m-%dT%H:%M:%S"),
                                         settings=cfg.model_dump(mode="json")))
+        crashpoint("setup/after-run-info", run_dir)
+    repo = _harness(cfg, run_dir, repairs)
+    if not started:
+        crashpoint("setup/after-harness", run_dir)
+    domain = domain_for(cfg)
+    skills = default_skill_set(cfg.skills, run_dir)
     ctx = RunContext(
         cfg=cfg, run_dir=run_dir, run_id=run_dir.name, repo=repo, domain=domain,
         sandbox=sealed_backend(cfg.sandbox.backend), root_policy=root_policy,
         tasks_file=write_train_tasks(domain, run_dir / "inputs"), skills=skills,
         proposer=make_proposer(cfg, skills, run_dir), log=log, reporter=reporter,
         budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),
-        kit_dir=prepare_kit(run_dir / ".skillkit"), epoch=0,
+        kit_dir=prepare_kit(run_dir / ".skillkit"), repairs=repairs,
     )
     if hasattr(ctx.proposer, "budget_reason"):
         ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
@@ -114,9 +125,8 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
         initial_main=repo.commit("main").hexsha, epoch=int(time.time()), sealed=fingerprint()))
     if event.sealed and event.sealed != fingerprint():
         raise UserError(f"{run_dir} was started with another sealed-split secret (fingerprint {event.sealed}, "
-                          f"here {fingerprint()}); resume it where it started, or set META_AGENT_SEALED_SECRET "
-                          "to that install's secret")
-    ctx.epoch = event.epoch
+                        f"here {fingerprint()}); resume it where it started, or set META_AGENT_SEALED_SECRET "
+                        "to that install's secret")
     return ctx
 
 
@@ -180,8 +190,10 @@ def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
 
     result = ctx.step("final/compare", FinalEval, compare)
     final_main = ctx.repo.commit("main").hexsha
+    summary = write_summary(ctx.run_dir, ctx.log, result.model_dump(mode="json", exclude_none=True))
+    crashpoint("finalize/after-summary", ctx.run_dir)
     ctx.step("run/done", RunDone, lambda: RunDone(run_id=ctx.run_id, final_main=final_main))
-    return write_summary(ctx.run_dir, ctx.log, result.model_dump(mode="json", exclude_none=True))
+    return summary
 
 
 def _paired(a: EvalResult, b: EvalResult) -> Interval:

@@ -6,10 +6,11 @@ import functools
 import time
 
 from meta_agent.agents.base import Hypothesis, Outcome
+from meta_agent.crashpoints import crashpoint
 from meta_agent.evolve.candidate import GenerationView, note_for, stages_of
 from meta_agent.evolve.combine import combine
 from meta_agent.evolve.context import RunContext
-from meta_agent.gitops import add_note, format_message, is_merged, merge_no_ff
+from meta_agent.gitops import add_note, format_message, is_merged, merge_no_ff, sync_checkout
 from meta_agent.journal import (
     CandidateCreated,
     Combined,
@@ -62,8 +63,8 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
             if not final[k].promoted:
                 continue
             checkpoint_stage = _key(g, f"c{k}+combined", "train")
-        ctx.step(_key(g, "merge", f"c{k}"), Merged,
-                 functools.partial(_merge_one, ctx, g, final[k], created, branch, i))
+        merge_key = _key(g, "merge", f"c{k}")
+        ctx.step(merge_key, Merged, functools.partial(_merge_one, ctx, g, final[k], created, branch, merge_key))
         merged.append((k, final[k]))
         train = ctx.log.done(checkpoint_stage, StageDone)
         if final[k].kind == "performance" and train is not None and "checkpoint" in train.metrics:
@@ -71,18 +72,21 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
     return final, next_policy
 
 
-def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, branch: str, i: int) -> Merged:
+def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, branch: str, key: str) -> Merged:
     ctx.reporter.phase(f"gen {g}: merging {branch}")
     head = ctx.repo.commit(branch).hexsha
     if is_merged(ctx.repo, head):
         merge = ctx.repo.commit("main").hexsha  # merged before a kill, not yet journaled
+        sync_checkout(ctx.repo, "main")  # the kill may have come before the checkout followed
     else:
         backtest = " ".join(f"{s.stage}={'pass' if s.passed else 'fail'}" for s in stages_of(ctx.log, v.cand_id))
         msg = format_message(f"Merge {branch}: {created.title}", "",
                              {"Backtest": backtest, "Verdict": f"promoted ({v.kind}): {v.reason}",
                               "Candidate": v.cand_id})
-        merge = merge_no_ff(ctx.repo, branch, msg, when=ctx.when(g, 900 + i))
+        merge = merge_no_ff(ctx.repo, branch, msg, when=ctx.when(key),
+                            after_ref=lambda: crashpoint("merge/after-update-ref", ctx.run_dir))
     add_note(ctx.repo, merge, note_for(v, ctx.log))
+    crashpoint("merge/after-note", ctx.run_dir)
     return Merged(cand_id=v.cand_id, merge_commit=merge, branch=branch)
 
 
@@ -111,6 +115,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
                 retired.append(name)
         except KeyError:
             continue  # a skill named by an LLM hypothesis that the library does not hold
+    crashpoint("skills/after-evidence", ctx.run_dir)
     return SkillEvidence(skills=h.skills_used, retired=retired)
 
 

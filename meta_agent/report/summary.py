@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from meta_agent.eventlog import EventLog
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.journal import CandidateCreated, GenerationDone, VerdictRecorded
-from meta_agent.lineage import EventLog
 from meta_agent.report.render import template
 
 

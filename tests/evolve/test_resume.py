@@ -14,8 +14,8 @@ from pathlib import Path
 import git
 import pytest
 
+from meta_agent.eventlog import EventLog
 from meta_agent.journal import VerdictRecorded
-from meta_agent.lineage import EventLog
 from tests.conftest import journal
 from tests.evolve.conftest import data_env, meta_agent, tiny_config
 

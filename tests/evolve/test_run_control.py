@@ -7,9 +7,9 @@ from pathlib import Path
 import git
 import pytest
 
+from meta_agent.eventlog import EventLog
 from meta_agent.evolve.run import repo_lock
 from meta_agent.gitops import init_harness
-from meta_agent.lineage import EventLog
 from tests.evolve.conftest import meta_agent, tiny_config
 
 pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`

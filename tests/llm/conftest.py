@@ -12,6 +12,7 @@ import pytest
 
 from meta_agent.agents.base import Hypothesis, Implementation, PredictedEffect
 from meta_agent.agents.llm_proposer import LLMProposer
+from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.config import BudgetSettings, LLMSettings
 from meta_agent.contract import MetricsRecord, RolloutRecord, Task, write_jsonl
 from meta_agent.domains.math import MathDomain, MathSettings
@@ -83,6 +84,8 @@ class MathBench:
     tasks_file: Path
     rollouts_file: Path
     records: list[RolloutRecord]
+    replay_set: ReplaySet
+    """The same rollouts as the gate replays them: opaque ids, shuffled, probes kept apart."""
 
     @property
     def main(self) -> str:
@@ -112,11 +115,13 @@ def math_bench(tmp_path: Path) -> MathBench:
     tasks = domain.tasks("train")
     tasks_file = tmp_path / "inputs" / "tasks.jsonl"
     write_jsonl(tasks_file, tasks)
-    records = [_honest(t, i) for i, t in enumerate(tasks[:2])] + domain.hacking_probes(tasks[:2])
+    honest, probes = [_honest(t, i) for i, t in enumerate(tasks[:2])], domain.hacking_probes(tasks[:2])
     rollouts_file = tmp_path / "replay-input" / "rollouts.jsonl"
-    write_jsonl(rollouts_file, records)
+    write_jsonl(rollouts_file, honest + probes)
+    replay_set = build_replay_set(tmp_path / "replay-set" / "rollouts.jsonl", honest, probes, salt="llm-tests")
     return MathBench(repo=init_harness(tmp_path / "harness", "math"), root=tmp_path, domain=domain,
-                     tasks_file=tasks_file, rollouts_file=rollouts_file, records=records)
+                     tasks_file=tasks_file, rollouts_file=rollouts_file, records=honest + probes,
+                     replay_set=replay_set)
 
 
 def zero_variance_report() -> RolloutReport:

@@ -23,10 +23,11 @@ from tests.llm.replay_server import ReplayServer, Scenario, from_transcript
 def _main_replay(bench: MathBench, sandbox: Sandbox) -> dict[str, ReplayRecord]:
     work = export_tree(bench.repo, bench.main, bench.root / "main-work")
     out = bench.root / "main-replay" / "replay.jsonl"
-    with HarnessRunner(sandbox, work, commit=bench.main, readable=[bench.rollouts_file.parent,
-                                                                   bench.tasks_file.parent],
+    rs = bench.replay_set
+    with HarnessRunner(sandbox, work, commit=bench.main, readable=[rs.path.parent, bench.tasks_file.parent],
                        writable=[out.parent]) as h:
-        return {r.rollout_id: r for r in h.replay(rollouts=bench.rollouts_file, tasks=bench.tasks_file, out=out)}
+        return {r.rollout_id: r for r in h.replay(rollouts=rs.path, tasks=bench.tasks_file, out=out,
+                                                  expected=rs.ids)}
 
 
 pytestmark = pytest.mark.slow  # each test runs a whole recorded coder session through the sandbox
@@ -55,10 +56,10 @@ def test_a_recorded_coder_session_yields_a_commit_that_passes_the_backtest(
     assert static.passed, static.reason
     replay = run_replay(sandbox=sandbox, limits=Limits(timeout_s=300),
                         workdir=export_tree(repo, commit, tmp_path / "cand-work"), commit=commit,
-                        rollouts_file=math_bench.rollouts_file, rollouts=math_bench.records,
-                        tasks_file=math_bench.tasks_file, main_replay=_main_replay(math_bench, sandbox),
-                        out=tmp_path / "cand-replay" / "replay.jsonl", new_labels=[], min_precision=0.8)
+                        replay_set=math_bench.replay_set, tasks_file=math_bench.tasks_file,
+                        main_replay=_main_replay(math_bench, sandbox), out=tmp_path / "cand-replay" / "replay.jsonl")
     assert replay.passed and replay.metrics["probes_rewarded_candidate"] == 0
+    assert replay.metrics["probes_rewarded_main"] > 0 and replay.metrics["measured_kind"] == "validity"
     verdict = decide("test/0-0", "validity", [static, replay], 0.0, GateSettings())
     assert verdict.promoted, verdict.reason
 

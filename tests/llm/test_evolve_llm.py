@@ -14,9 +14,9 @@ from typing import Any
 import git
 import pytest
 
+from meta_agent.eventlog import EventLog
 from meta_agent.gitops import trailers
 from meta_agent.journal import EVENT_TYPES, Proposed
-from meta_agent.lineage import EventLog
 from meta_agent.llm.accounting import Ledger
 from meta_agent.llm.transcript import render
 from meta_agent.skills.store import load_skill
@@ -60,7 +60,7 @@ def test_the_llm_proposer_produces_a_merged_winner_with_the_trailers(llm_run: Pa
     assert winner["ok"] and winner["title"] == "Reward only one explicit final answer line"
     t = trailers(repo, winner["commit"])
     assert t["Skills-Used"] == "strict-final-answer" and t["Predicted-Effect"] == "probes_rewarded down"
-    assert t["Hypothesis"].startswith("probes_rewarded: probes_rewarded 0.67")
+    assert t["Hypothesis"].startswith("probes_rewarded: probes_rewarded 0.33")
     assert "LLM coder, 11 tool calls" in repo.commit(winner["commit"]).message
     [merged] = _data(llm_run, "merged")
     mt = trailers(repo, merged["merge_commit"])
