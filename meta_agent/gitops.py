@@ -269,21 +269,55 @@ def advance(repo: git.Repo, target: str, new: str, old: str, after_ref: Callable
         repo.git.read_tree("-m", "-u", old, new)
 
 
+def _held_open(paths: list[Path]) -> set[Path]:
+    """Those of `paths` that a live process has open (git keeps a lock file open while it holds it)."""
+    wanted, held = {str(p) for p in paths}, set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            for fd in fd_dir.iterdir():
+                target = os.readlink(fd)
+                if target in wanted:
+                    held.add(Path(target))
+        except OSError:
+            continue  # the process ended, or is not ours to look at
+    return held
+
+
+def clear_stale_locks(repo: git.Repo) -> list[str]:
+    """Remove git's own lock files (`index.lock`, `refs/heads/main.lock`, ...) that a killed git command
+    left and no live process holds: git refuses every later update while one is there. Call only while
+    holding the run lock. Returns the removed paths, relative to the git dir."""
+    git_dir = Path(repo.git_dir)
+    locks = [p for p in (git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "packed-refs.lock",
+                         git_dir / "config.lock") if p.is_file()]
+    locks += [p for p in (git_dir / "refs").rglob("*.lock") if p.is_file()]
+    held = _held_open(locks)
+    removed = []
+    for lock in locks:
+        if lock not in held:
+            lock.unlink(missing_ok=True)
+            removed.append(str(lock.relative_to(git_dir)))
+    return removed
+
+
 def sync_checkout(repo: git.Repo, target: str = "main") -> bool:
     """Finish moving the user's checkout of `target` if a run was killed after the ref moved: the index
-    and files still hold the tree of `target`'s first parent, untouched since. True if it moved them."""
+    still holds the tree of `target`'s first parent, and every file either is as in that tree or was
+    already moved to `target`'s version (a kill in the middle of the move). True if it moved them."""
     if repo.bare or repo.head.is_detached or repo.active_branch.name != target:
         return False
     head = repo.commit(target)
     if not head.parents or not repo.git.diff("--cached", "--name-only", head.hexsha):
         return False
     previous = head.parents[0]
-    behind = not repo.git.diff("--cached", "--name-only", previous.hexsha)  # index == the old tree
-    untouched = not repo.git.diff("--name-only")  # files == index
-    if behind and untouched:
-        repo.git.read_tree("-m", "-u", previous.hexsha, head.hexsha)
-        return True
-    return False
+    if repo.git.diff("--cached", "--name-only", previous.hexsha):
+        return False  # the index is neither the old tree nor the new one: the user's own work
+    moved = set(repo.git.diff("--name-only", previous.hexsha, head.hexsha, "--").splitlines())
+    edited = set(repo.git.diff("--name-only").splitlines())  # files that differ from the (old) index
+    if edited - moved or any(repo.git.diff("--name-only", head.hexsha, "--", path) for path in edited):
+        return False  # a file changed that the merge did not touch, or not into main's version
+    repo.git.read_tree("-u", "--reset", head.hexsha)  # only files the merge moved differ, so nothing is lost
+    return True
 
 
 def merge_no_ff(repo: git.Repo, branch: str, message: str, target: str = "main", when: str | None = None,

@@ -26,7 +26,7 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import Budget, Reporter, RunContext
 from meta_agent.evolve.generation import Generation
 from meta_agent.evolve.steps import evaluate, train_and_report
-from meta_agent.gitops import GitOpsError, run_harness, sync_checkout
+from meta_agent.gitops import GitOpsError, clear_stale_locks, run_harness, sync_checkout
 from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted, Trained
 from meta_agent.lineage import rebuild_index
 from meta_agent.policy import resolve_policy
@@ -74,8 +74,11 @@ def repo_lock(repo: git.Repo, run_dir: Path) -> Iterator[None]:
 
 def _harness(cfg: EvolveConfig, run_dir: Path, repairs: list[str]) -> git.Repo:
     repo = run_harness(run_dir, cfg.harness, domain_entry(cfg.domain).harness_domain)
-    if sync_checkout(repo, "main"):  # a run killed between moving main and updating the checkout
-        repairs.append(f"brought the checkout of {repo.working_dir} up to main, which a merge had moved")
+    with repo_lock(repo, run_dir):  # no other run is using the repo, so what a killed one left can go
+        for lock in clear_stale_locks(repo):
+            repairs.append(f"removed {lock} from {repo.git_dir}, left by a git command that was killed")
+        if sync_checkout(repo, "main"):  # a run killed between moving main and updating the checkout
+            repairs.append(f"brought the checkout of {repo.working_dir} up to main, which a merge had moved")
     if cfg.harness is None:
         return repo
     if "main" not in [h.name for h in repo.heads]:
