@@ -22,6 +22,7 @@ from typing import Any
 from filelock import FileLock
 from rich.console import Console
 
+from meta_agent.fsutil import atomic_write_text
 from meta_agent.progress import progress_bar
 from meta_agent.sealed import sealed_backend
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
@@ -88,7 +89,10 @@ class ProjectBuilder:
     def base_run(self, slots: Slots) -> BaseRun:
         cached = self.work / "base.json"
         if cached.is_file():
-            return BaseRun.model_validate_json(cached.read_text())
+            try:
+                return BaseRun.model_validate_json(cached.read_text())
+            except ValueError:  # an older version's file, or one a kill cut: measure again
+                cached.unlink()
         files = self.repo.files(self.base)
         test_files = [f for f in files if is_test_module(f)]
         sources = [f for f in files if is_source_path(f)]
@@ -120,7 +124,7 @@ class ProjectBuilder:
                     by_line.setdefault(line, []).append(index[test])
         slowest = max(plain.tests[t].duration for t in passing)
         run = BaseRun(passing=passing, wall_time=plain.wall_time, slowest=slowest, coverage=coverage)
-        cached.write_text(run.model_dump_json())
+        atomic_write_text(cached, run.model_dump_json())
         return run
 
     # -- mutants --------------------------------------------------------------------------------------------
