@@ -106,6 +106,10 @@ class LLMSettings(BaseModel):
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
     max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop")
     timeout_s: float = Field(120, gt=0, description="per-call timeout")
+    cache: bool = Field(True, description="keep every reply, keyed by its whole request, so a resumed or re-run "
+                                          "generation pays nothing twice for the same request")
+    cache_dir: Path | None = Field(None, description="where replies are kept (default RUN/llm-cache); point runs "
+                                                     "at one directory to share it between them")
 
 
 class EvolveConfig(RunConfig):

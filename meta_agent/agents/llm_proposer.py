@@ -29,6 +29,7 @@ from meta_agent.llm import (
     RetryPolicy,
 )
 from meta_agent.llm.accounting import USAGE_FILE
+from meta_agent.llm.cache import CACHE_DIR, ResponseCache
 from meta_agent.skills.retrieve import rank, render_for_prompt
 from meta_agent.skills.store import SkillSet
 
@@ -62,11 +63,12 @@ class LLMProposer:
         self.ledger = Ledger(run_dir / USAGE_FILE)
         self.budget = LLMBudget(tokens=budget.llm_tokens, dollars=budget.llm_dollars)
         clients: dict[str, LLMClient] = {}
+        cache = ResponseCache(settings.cache_dir or run_dir / CACHE_DIR) if settings.cache else None
 
         def client(model: str) -> LLMClient:
             if model not in clients:
                 clients[model] = LLMClient(model, ledger=self.ledger, budget=self.budget, api_base=settings.api_base,
-                                           timeout_s=settings.timeout_s, retry=retry)
+                                           timeout_s=settings.timeout_s, retry=retry, cache=cache)
             return clients[model]
 
         transcripts = run_dir / TRANSCRIPTS

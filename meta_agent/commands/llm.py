@@ -98,9 +98,12 @@ def usage(run_dir: Annotated[Path, typer.Argument(help="an evolve run directory"
         raise _fail(f"{path} does not exist: the run made no LLM calls (or is not an evolve run with --proposer llm)")
     state = Ledger(path).state
     rows = [("total", state.total), *sorted(state.by_agent.items()), *sorted(state.by_scope.items())]
-    typer.echo(f"{'':16} {'calls':>6} {'prompt':>10} {'completion':>10} {'dollars':>10}")
+    typer.echo(f"{'':16} {'calls':>6} {'prompt':>10} {'completion':>10} {'dollars':>10} {'cached':>7} "
+               f"{'cached tok':>10}")
     for name, u in rows:
         dollars = f"{u.dollars:.4f}" + ("*" if u.unpriced_calls else "")
-        typer.echo(f"{name:16} {u.calls:6d} {u.prompt_tokens:10,d} {u.completion_tokens:10,d} {dollars:>10}")
+        typer.echo(f"{name:16} {u.calls:6d} {u.prompt_tokens:10,d} {u.completion_tokens:10,d} {dollars:>10} "
+                   f"{u.cached_calls:7d} {u.cached_tokens:10,d}")
+    typer.echo("calls, tokens and dollars are what was paid; cached replies came from the response cache, free")
     if state.total.unpriced_calls:
         typer.echo(f"* {state.total.unpriced_calls} calls to models without a price in litellm's map count as $0")

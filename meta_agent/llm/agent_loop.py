@@ -2,7 +2,8 @@
 
 Bad model behaviour ends the loop with a reason instead of hanging or crashing it: a malformed
 tool call gets one repair request (a second one in a row fails), a reply without tool calls gets
-one nudge, tool output is cut to a size with a marker, and the number of tool calls is capped.
+one nudge, tool output is cut to a size with a marker, tool-call arguments over a size are refused,
+and the number of tool calls is capped.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def run_tool_loop(session: AgentSession, tools: list[Tool], *, max_steps: int, m
             try:
                 if tool is None:
                     raise BadToolCall(f"there is no tool {call.name!r}; the tools are {', '.join(by_name)}")
+                if call.cut:
+                    raise BadToolCall(f"arguments of {call.name} are {len(call.arguments) + call.cut:,} characters, "
+                                      f"over the {len(call.arguments):,}-character limit; send smaller pieces")
                 args = parse_arguments(tool, call.arguments)
             except BadToolCall as e:
                 bad_streak += 1

@@ -1,8 +1,10 @@
 """One client for every provider litellm knows (anthropic/..., openai/..., any OpenAI-compatible base URL).
 
 Retries (tenacity, exponential backoff with jitter) cover what a later attempt can fix: rate limits,
-timeouts, dropped connections and 5xx. Auth failures are never retried: the error names the missing
-key. Every call is budget-checked first, then accounted (ledger) and written to the transcript.
+timeouts, dropped connections, 5xx and replies that are not a chat completion at all (no choices, no
+message). Auth failures are never retried: the error names the missing key. Every call is looked up
+in the response cache, else budget-checked, then accounted (ledger) and written to the transcript.
+What a reply carries is cleaned (lone surrogates) and bounded before anyone keeps it.
 """
 
 from __future__ import annotations
@@ -17,13 +19,21 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from meta_agent.llm.accounting import Ledger
 from meta_agent.llm.budget import LLMBudget
+from meta_agent.llm.cache import ResponseCache
 from meta_agent.llm.errors import LLMAuthError, LLMRequestError, LLMUnavailable
-from meta_agent.llm.reply import ChatReply, ToolCall
+from meta_agent.llm.reply import MAX_ARGUMENT_CHARS, ChatReply, ToolCall
+from meta_agent.llm.text import bound, clean_text
 from meta_agent.llm.transcript import Transcript
 from meta_agent.tokens import CHARS_PER_TOKEN
 
 LOCAL_API_KEY = "no-key-needed"
 """Sent to an api_base when the provider's key is not set: local servers ignore it, litellm needs one."""
+MAX_REPLY_CHARS = 20_000
+"""A reply's text stays in the conversation and is re-sent on every later call: longer text is cut."""
+
+
+class MalformedResponse(Exception):
+    """The provider answered with something that is not a chat completion (no choices, no message)."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,7 @@ def _is_transient(e: BaseException) -> bool:
     lt = _litellm()
     if isinstance(e, lt.AuthenticationError | lt.PermissionDeniedError):
         return False
-    if isinstance(e, lt.RateLimitError | lt.Timeout | lt.APIConnectionError):
+    if isinstance(e, lt.RateLimitError | lt.Timeout | lt.APIConnectionError | MalformedResponse):
         return True
     status = getattr(e, "status_code", None)
     return isinstance(status, int) and status >= 500
@@ -65,8 +75,10 @@ class LLMClient:
     """Talks to one model; `complete` is the only method that spends tokens."""
 
     def __init__(self, model: str, *, ledger: Ledger, budget: LLMBudget | None = None, api_base: str | None = None,
-                 timeout_s: float = 120, retry: RetryPolicy | None = None) -> None:
+                 timeout_s: float = 120, retry: RetryPolicy | None = None, cache: ResponseCache | None = None
+                 ) -> None:
         self.model = model
+        self.cache = cache
         self.api_base = api_base
         self.timeout_s = timeout_s
         self.ledger = ledger
@@ -104,6 +116,20 @@ class LLMClient:
                  scope: str | None = None, transcript: Transcript | None = None,
                  new_messages: list[dict[str, Any]] | None = None) -> ChatReply:
         """One chat completion (with retries); accounted under `agent` and `scope`, logged to `transcript`."""
+        key = self.cache.key(self.model, self.api_base, messages, tools) if self.cache is not None else None
+        reply = self.cache.get(key) if self.cache is not None and key is not None else None
+        if reply is None:
+            reply = self._call(messages, tools, transcript)
+            if self.cache is not None and key is not None:
+                self.cache.put(key, reply)
+        self.ledger.record(agent, scope, reply.prompt_tokens, reply.completion_tokens, reply.cost, cached=reply.cached)
+        if transcript is not None:
+            transcript.call(new_messages if new_messages is not None else messages, len(messages),
+                            [t["function"]["name"] for t in tools or []], reply, self.model)
+        return reply
+
+    def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+              transcript: Transcript | None) -> ChatReply:
         price = self.price()
         self.budget.ensure_room(self.ledger, estimate_tokens(messages, tools), price[0] if price else None)
         lt = _litellm()
@@ -119,28 +145,27 @@ class LLMClient:
         if self.api_key:
             kwargs["api_key"] = self.api_key
         attempts = 0
+        started = time.monotonic()
 
         def count(_state: RetryCallState) -> None:
             nonlocal attempts
             attempts += 1
 
-        started = time.monotonic()
+        def ask() -> ChatReply:
+            response = lt.completion(**kwargs)
+            return self._reply(response, price, time.monotonic() - started, attempts)
+
         retrying = Retrying(retry=retry_if_exception(_is_transient), stop=stop_after_attempt(self.retry.attempts),
                             wait=wait_exponential_jitter(multiplier=self.retry.initial_s, max=self.retry.max_s,
                                                            jitter=self.retry.initial_s),
                             before=count, reraise=True)
         try:
-            response = retrying(lt.completion, **kwargs)
+            reply: ChatReply = retrying(ask)
         except Exception as e:
             error = self._classify(e, attempts, time.monotonic() - started)
             if transcript is not None:
                 transcript.failed_call(str(error), attempts)
             raise error from e
-        reply = self._reply(response, price, time.monotonic() - started, attempts)
-        self.ledger.record(agent, scope, reply.prompt_tokens, reply.completion_tokens, reply.cost)
-        if transcript is not None:
-            transcript.call(new_messages if new_messages is not None else messages, len(messages),
-                            [t["function"]["name"] for t in tools or []], reply, self.model)
         return reply
 
     def _classify(self, e: Exception, attempts: int, seconds: float) -> Exception:
@@ -154,10 +179,23 @@ class LLMClient:
         return LLMRequestError(f"model {self.model} rejected the request: {detail}")
 
     def _reply(self, response: Any, price: tuple[float, float] | None, latency: float, attempts: int) -> ChatReply:
-        choice = response.choices[0]
-        msg = choice.message
-        calls = [ToolCall(id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=c.function.name or "",
-                          arguments=c.function.arguments or "") for c in (msg.tool_calls or [])]
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedResponse("the response has no choices")
+        choice = choices[0]
+        msg = getattr(choice, "message", None)
+        if msg is None:
+            raise MalformedResponse("the response's first choice has no message")
+        content = msg.content if isinstance(msg.content, str) else "" if msg.content is None else str(msg.content)
+        calls = []
+        for c in msg.tool_calls or []:
+            fn = getattr(c, "function", None)
+            raw = getattr(fn, "arguments", None) or ""
+            raw = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+            calls.append(ToolCall(id=clean_text(str(getattr(c, "id", None) or f"call_{uuid.uuid4().hex[:12]}"))[:200],
+                                  name=clean_text(str(getattr(fn, "name", None) or ""))[:200],
+                                  arguments=clean_text(raw[:MAX_ARGUMENT_CHARS]),
+                                  cut=max(0, len(raw) - MAX_ARGUMENT_CHARS)))
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -167,6 +205,8 @@ class LLMClient:
                 cost = float(_litellm().completion_cost(completion_response=response, model=self.model))
             except Exception:
                 cost = prompt * price[0] + completion * price[1]
-        return ChatReply(content=msg.content or "", tool_calls=calls, finish_reason=choice.finish_reason,
+        finish = getattr(choice, "finish_reason", None)
+        return ChatReply(content=bound(clean_text(content), MAX_REPLY_CHARS), tool_calls=calls,
+                         finish_reason=str(finish)[:100] if finish is not None else None,
                          prompt_tokens=prompt, completion_tokens=completion, cost=cost, latency_s=latency,
                          attempts=attempts)

@@ -6,11 +6,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+MAX_ARGUMENT_CHARS = 200_000
+"""Tool-call arguments longer than this are cut (and the call refused): no tool takes that much."""
+
 
 class ToolCall(BaseModel):
     id: str
     name: str
     arguments: str = Field(description="raw JSON text as the model wrote it (may be malformed)")
+    cut: int = Field(0, description="characters cut from arguments over MAX_ARGUMENT_CHARS (the call is refused)")
 
 
 class ChatReply(BaseModel):
@@ -22,6 +26,7 @@ class ChatReply(BaseModel):
     cost: float | None = Field(None, description="dollars; None when litellm has no price for the model")
     latency_s: float = 0.0
     attempts: int = 1
+    cached: bool = Field(False, description="served from the response cache: no tokens were paid for it")
 
     def assistant_message(self) -> dict[str, Any]:
         """The reply as the next request must repeat it (OpenAI chat format, which litellm translates)."""

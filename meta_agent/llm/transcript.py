@@ -32,8 +32,11 @@ class Transcript:
         self._write({"type": "session", "agent": agent, "model": model, "meta": meta or {}})
 
     def _write(self, event: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"t": _now(), **event}, ensure_ascii=False, default=str) + "\n")
+        line = json.dumps({"t": _now(), **event}, ensure_ascii=False, default=str) + "\n"
+        # A lone surrogate (valid JSON from a provider, invalid Unicode) can only sit inside a JSON string:
+        # written as its \uXXXX escape it reads back as the same text, and the file stays valid UTF-8.
+        with self.path.open("ab") as f:
+            f.write(line.encode("utf-8", "backslashreplace"))
 
     def call(self, new_messages: list[dict[str, Any]], total_messages: int, tools: list[str], reply: ChatReply,
              model: str) -> None:
@@ -45,6 +48,7 @@ class Transcript:
                          "tool_calls": [c.model_dump() for c in reply.tool_calls]},
             "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens},
             "cost": reply.cost, "latency_s": round(reply.latency_s, 3), "attempts": reply.attempts,
+            "cached": reply.cached,
         })
 
     def failed_call(self, error: str, attempts: int) -> None:
@@ -89,7 +93,8 @@ def render(path: Path, limit: int | None = 600) -> str:
             for m in e["request"]["messages"]:
                 if m.get("role") in ("system", "user"):
                     out.append(f"[{m['role']}]\n{_indent(_clip(str(m.get('content') or ''), limit))}")
-            cost = "cost unknown" if e.get("cost") is None else f"${e['cost']:.4f}"
+            cost = "cached, nothing paid" if e.get("cached") else \
+                "cost unknown" if e.get("cost") is None else f"${e['cost']:.4f}"
             retried = f" · {e['attempts']} attempts" if e.get("attempts", 1) > 1 else ""
             u = e["usage"]
             out.append(f"--- call {e['n']} · {u['prompt_tokens']:,} + {u['completion_tokens']:,} tokens · {cost} · "

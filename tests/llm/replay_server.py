@@ -19,7 +19,7 @@ from typing import Any
 import uvicorn
 import yaml
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 
@@ -27,6 +27,7 @@ class Fault(BaseModel):
     status: int | None = Field(None, description="answer with this HTTP status instead of the turn")
     delay_s: float = Field(0.0, description="sleep first (a model that stops answering: longer than the timeout)")
     times: int = Field(1, description="how many requests this fault answers before the next one applies")
+    body: dict[str, Any] | None = Field(None, description="answer 200 with this body: a malformed completion")
 
 
 class RecordedCall(BaseModel):
@@ -128,6 +129,8 @@ class ReplayState:
                 if fault is None and turn.expect is not None and turn.expect not in _text(messages[-1]):
                     self.errors.append(f"{conv.name} turn {turn_no}: expected {turn.expect!r} in the last message, "
                                        f"got {_text(messages[-1])[:300]!r}")
+            if fault is not None and fault.body is not None:
+                return 200, fault.body, fault.delay_s
             if fault is not None:
                 if fault.status is None:
                     delay = fault.delay_s
@@ -163,13 +166,14 @@ def make_app(state: ReplayState) -> FastAPI:
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> JSONResponse:
+    async def chat(request: Request) -> Response:
         import asyncio
 
         status, payload, delay = state.respond(await request.json())
         if delay:
             await asyncio.sleep(delay)
-        return JSONResponse(payload, status_code=status)
+        # ASCII-escaped JSON, as providers send it: a lone surrogate in a reply stays a valid `\ud800` escape
+        return Response(json.dumps(payload), status_code=status, media_type="application/json")
 
     return app
 

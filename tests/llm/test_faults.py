@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -146,3 +147,50 @@ def test_huge_tool_output_is_cut_with_a_marker(
     grep = next(m for m in tool_messages if "cut by meta-agent" in m["content"])
     assert len(grep["content"]) < 12_200
 
+
+def test_tool_arguments_too_big_for_any_tool_are_refused_and_not_kept(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_zero_variance")
+    call = server.state.scenario.conversations[0].turns[0].tool_calls[0]
+    call.arguments = '{"path": "' + "a" * 300_000 + '"}'
+    make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=2)
+    second = server.requests[1]["messages"]
+    kept = next(m for m in reversed(second) if m["role"] == "assistant")["tool_calls"][0]["function"]["arguments"]
+    assert len(kept) <= 200_000, "the oversized arguments are not re-sent on every later call"
+    assert "over the 200,000-character limit" in json.dumps(second[-2:])
+
+
+def test_a_reply_that_is_not_a_completion_is_retried_like_a_dropped_connection(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    empty = {"id": "x", "object": "chat.completion", "created": 0, "model": "replay", "choices": []}
+    server = serve("diagnose_zero_variance", faults=[Fault(body=empty)])
+    hyps = make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=2)
+    assert len(hyps) == 2 and len(server.requests) == 3
+    first = next(e for e in _events(tmp_path / "run", "g3-diagnostician") if e["type"] == "call")
+    assert first["attempts"] == 2
+
+
+def test_a_repeated_request_is_answered_from_the_cache_and_costs_nothing(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_zero_variance")
+    ctx = context(tmp_path)
+    first = make_proposer(server, tmp_path / "run").propose(ctx, k=2)
+    paid = len(server.requests)
+    again = make_proposer(server, tmp_path / "run").propose(ctx, k=2)  # a resumed generation
+    assert [h.title for h in again] == [h.title for h in first]
+    assert len(server.requests) == paid, "nothing was sent to the provider the second time"
+    usage = Ledger(tmp_path / "run" / "llm-usage.json").state.total
+    assert usage.calls == paid and usage.cached_calls == paid and usage.cached_tokens > 0
+    uncached = make_proposer(server, tmp_path / "other", cache=False).propose(ctx, k=2)
+    assert len(uncached) == 2 and len(server.requests) == 2 * paid
+
+
+def test_text_no_utf8_writer_can_take_is_kept_readable(serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_zero_variance")
+    conv = server.state.scenario.conversations[0]
+    conv.turns[0].content = "lone surrogate \ud800 in the reply " + "x" * 50_000
+    make_proposer(server, tmp_path / "run").propose(context(tmp_path), k=2)
+    call = next(e for e in _events(tmp_path / "run", "g3-diagnostician") if e["type"] == "call")
+    content = call["response"]["content"]
+    assert "\ufffd" in content and "\ud800" not in content
+    assert len(content) < 25_000 and "characters cut by meta-agent" in content

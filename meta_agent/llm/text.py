@@ -1,0 +1,40 @@
+"""Text an agent or a provider hands back is data of any shape: make it safe to keep, log and pass on.
+
+A provider may return lone UTF-16 surrogates (valid JSON escapes, invalid Unicode): they crash every
+UTF-8 writer downstream (terminal, git, journal), so they are replaced at the boundary. Sizes are
+bounded where text is kept: a reply that stays in the conversation history is re-sent on every
+later call, so an unbounded one costs tokens on every turn.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+CUT = "\n[... {n:,} characters cut by meta-agent ...]\n"
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD (everything else unchanged)."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def clean(value: Any) -> Any:
+    """`clean_text` applied to every string inside nested dicts and lists (keys included)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    return value
+
+
+def bound(text: str, limit: int) -> str:
+    """At most about `limit` characters: the head and the tail around a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.6)
+    tail = limit - head
+    return text[:head] + CUT.format(n=len(text) - limit) + text[-tail:]
