@@ -14,19 +14,14 @@ from typing import Any
 
 from meta_agent.llm.client import LLMClient
 from meta_agent.llm.reply import ChatReply
+from meta_agent.llm.text import bound
 from meta_agent.llm.tools import BadToolCall, Tool, ToolResult, parse_arguments
 from meta_agent.llm.transcript import Transcript
 
-CUT_MARKER = "\n[... {n:,} characters cut by meta-agent; ask for a narrower range or pattern ...]\n"
-
 
 def truncate(text: str, limit: int) -> str:
-    """Keep the head and the tail (errors and summaries tend to be at the end) around a marker."""
-    if len(text) <= limit:
-        return text
-    head = int(limit * 0.6)
-    tail = limit - head
-    return text[:head] + CUT_MARKER.format(n=len(text) - limit) + text[-tail:]
+    """Tool output an agent asked for, bounded: head and tail around a marker that says how to ask for less."""
+    return bound(text, limit, "ask for a narrower range or pattern")
 
 
 @dataclass

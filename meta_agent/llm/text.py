@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-CUT = "\n[... {n:,} characters cut by meta-agent ...]\n"
+CUT = "\n[... {n:,} characters cut by meta-agent{hint} ...]\n"
 
 
 def clean_text(text: str) -> str:
@@ -31,10 +31,11 @@ def clean(value: Any) -> Any:
     return value
 
 
-def bound(text: str, limit: int) -> str:
-    """At most about `limit` characters: the head and the tail around a marker saying how much was cut."""
+def bound(text: str, limit: int, hint: str = "") -> str:
+    """At most about `limit` characters: the head and the tail (errors and summaries tend to be at the end)
+    around a marker saying how much was cut, and `hint` on what to do instead."""
     if len(text) <= limit:
         return text
     head = int(limit * 0.6)
     tail = limit - head
-    return text[:head] + CUT.format(n=len(text) - limit) + text[-tail:]
+    return text[:head] + CUT.format(n=len(text) - limit, hint=f"; {hint}" if hint else "") + text[-tail:]

@@ -11,6 +11,8 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,17 @@ def _restore(snapshot: Path, run: Path, data: Path) -> None:
             shutil.copytree(source, target, symlinks=True)
 
 
+@contextmanager
+def reference_kept(run: Path, data: Path, keep: Path) -> Iterator[None]:
+    """Let a test overwrite the reference run's directories, and put them back afterwards."""
+    shutil.copytree(run, keep / "run", symlinks=True)
+    shutil.copytree(data, keep / "data", symlinks=True)
+    try:
+        yield
+    finally:
+        _restore(keep, run, data)
+
+
 def test_every_declared_crash_point_is_reached(reference: tuple[Path, Path, Path, list[str]]) -> None:
     _run, _data, _snapshots, passed = reference
     assert set(POINTS) - set(passed) == set(), "declared crash points that the run never passes (untested)"
@@ -98,10 +111,7 @@ def test_a_kill_at_any_crash_point_resumes_to_the_uninterrupted_state(
 ) -> None:
     run, data, snapshots, _passed = reference
     expected = state(run, data)
-    keep = tmp_path / "reference"
-    shutil.copytree(run, keep / "run", symlinks=True)
-    shutil.copytree(data, keep / "data", symlinks=True)
-    try:
+    with reference_kept(run, data, tmp_path / "reference"):
         for point in sorted(POINTS):
             _restore(snapshots / point.replace("/", "__"), run, data)
             done = _evolve(["resume", str(run)], data)
@@ -109,8 +119,6 @@ def test_a_kill_at_any_crash_point_resumes_to_the_uninterrupted_state(
             got = state(run, data)
             for part, value in expected.items():
                 assert got[part] == value, f"killed at {point}: {part} differs from the uninterrupted run"
-    finally:
-        _restore(keep, run, data)
 
 
 def test_a_kill_during_the_resume_of_a_kill_still_ends_in_the_same_state(
@@ -118,18 +126,13 @@ def test_a_kill_during_the_resume_of_a_kill_still_ends_in_the_same_state(
 ) -> None:
     run, data, snapshots, _passed = reference
     expected = state(run, data)
-    keep = tmp_path / "reference"
-    shutil.copytree(run, keep / "run", symlinks=True)
-    shutil.copytree(data, keep / "data", symlinks=True)
-    try:
+    with reference_kept(run, data, tmp_path / "reference"):
         _restore(snapshots / "candidate__after-branch", run, data)
         killed = _evolve(["resume", str(run)], data, {CRASH_ENV: "merge/after-update-ref"})
         assert killed.returncode == -9, "the resume was killed (SIGKILL) at the merge"
         done = _evolve(["resume", str(run)], data)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert state(run, data) == expected
-    finally:
-        _restore(keep, run, data)
 
 
 def test_a_kill_while_the_harness_repo_is_built_leaves_a_run_that_the_same_evolve_can_start_again(
@@ -137,14 +140,9 @@ def test_a_kill_while_the_harness_repo_is_built_leaves_a_run_that_the_same_evolv
 ) -> None:
     run, data, snapshots, _passed = reference
     expected = state(run, data)
-    keep = tmp_path / "reference"
-    shutil.copytree(run, keep / "run", symlinks=True)
-    shutil.copytree(data, keep / "data", symlinks=True)
-    try:
+    with reference_kept(run, data, tmp_path / "reference"):
         _restore(snapshots / "setup__harness-half-made", run, data)
         assert not (run / "harness").exists(), "no half-made repo stands where the harness belongs"
         again = _evolve(["evolve", "--config", str(run.parent / f"{run.name}.yaml")], data)
         assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
         assert state(run, data) == expected
-    finally:
-        _restore(keep, run, data)
