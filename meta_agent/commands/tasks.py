@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -90,16 +90,13 @@ def build(
 def import_(
     file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
     name: Annotated[str | None, typer.Option(help="task set name (default: the file's stem)")] = None,
-    split: Annotated[str, typer.Option(help="keep (the file's split field, else test) | auto | train | "
-                                            "selection | test")] = "keep",
+    split: Annotated[Literal["keep", "auto", "train", "selection", "test"], typer.Option(
+        help="keep: the file's split field, else test; auto: assign by (project, file); or put all in one")] = "keep",
 ) -> None:
     """Validate a task file and copy it into the task cache as a named set."""
-    from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import import_tasks
 
-    if split not in ("keep", "auto", *SPLITS):
-        raise typer.BadParameter(f"--split must be keep, auto or one of {', '.join(SPLITS)}")
-    manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split)  # type: ignore[arg-type]
+    manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split)
     console.print(f"imported {sum(manifest.counts.values())} instances as task set [bold]{manifest.name}[/]: "
                   + ", ".join(f"{k} {v}" for k, v in manifest.counts.items()))
     empty = [k for k, v in manifest.counts.items() if v == 0]
