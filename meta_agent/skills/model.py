@@ -10,6 +10,8 @@ SKILL_FILE = "SKILL.md"
 DomainTag = Annotated[str, Field(pattern=r"^(\*|[a-z][a-z0-9_]*)$")]
 """A domain name (built-in or a plugin's), or `*` for every domain."""
 APPLY_FILE = "apply.py"
+SKILL_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+"""Lowercase letters and digits in words joined by single hyphens: no `a--b`, no leading or trailing `-`."""
 
 
 class Trigger(BaseModel):
@@ -59,7 +61,8 @@ class Evidence(BaseModel):
 
 class SkillMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{1,63}$")
+    name: str = Field(pattern=SKILL_NAME, min_length=2, max_length=64,
+                      description="lowercase words joined by single hyphens, like its folder")
     description: str = Field(min_length=10, description="one sentence: when to use it")
     domains: list[DomainTag] = Field(default_factory=lambda: list[DomainTag](["*"]))
     kind: Literal["validity", "performance"] = "performance"

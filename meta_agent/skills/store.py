@@ -46,13 +46,23 @@ class Skill:
         return p if p.is_file() else None
 
 
-def parse_skill_md(text: str, where: Path) -> tuple[SkillMeta, str]:
-    if not text.startswith("---"):
+FENCE = "---"
+
+
+def split_front_matter(text: str, where: Path) -> tuple[str, str]:
+    """(front matter, body): the front matter lies between a first line `---` and the next line that is
+    exactly `---`; a `---` inside a value (a description, a YAML string) is not a fence."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != FENCE:
         raise SkillError(f"{where}: must start with YAML front matter between '---' lines")
-    try:
-        _, front, body = text.split("---", 2)
-    except ValueError:
-        raise SkillError(f"{where}: front matter is not closed with a '---' line") from None
+    for i, line in enumerate(lines[1:], start=1):
+        if line.rstrip() == FENCE:
+            return "".join(lines[1:i]), "".join(lines[i + 1:])
+    raise SkillError(f"{where}: front matter is not closed with a '---' line")
+
+
+def parse_skill_md(text: str, where: Path) -> tuple[SkillMeta, str]:
+    front, body = split_front_matter(text, where)
     try:
         data = yaml.safe_load(front) or {}
     except yaml.YAMLError as e:
