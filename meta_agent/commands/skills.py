@@ -26,8 +26,15 @@ def _where(skills: SkillSet, skill: Skill) -> str:
 
 
 def _record(skill: Skill) -> str:
-    ev = skill.meta.evidence
-    return f"{sum(1 for e in ev if e.won)}/{len(ev)}"
+    tests = [e for e in skill.meta.evidence if e.applicable]
+    return f"{sum(1 for e in tests if e.won)}/{len(tests)}"
+
+
+def _status(skill: Skill) -> str:
+    m = skill.meta
+    if m.status == "retired":
+        return "retired"
+    return f"retired in {','.join(m.retired_in)}" if m.retired_in else "active"
 
 
 def _load(extra: list[Path] | None) -> SkillSet:
@@ -50,9 +57,11 @@ def list_(
         table.add_column(header, no_wrap=True)
     table.add_column("when to use", ratio=1)
     for s in lib.all():
-        if (domain and not s.meta.applies_to(domain)) or (s.meta.status == "retired" and not all_):
+        if domain and not s.meta.applies_to(domain):
             continue
-        table.add_row(s.name, s.meta.kind, ",".join(s.meta.domains), s.meta.status, _record(s), _where(lib, s),
+        if not all_ and (not s.meta.active_in(domain) if domain else s.meta.status == "retired"):
+            continue
+        table.add_row(s.name, s.meta.kind, ",".join(s.meta.domains), _status(s), _record(s), _where(lib, s),
                       s.meta.description)
     console.print(table)
 
@@ -62,7 +71,7 @@ def show(name: str, skills: ExtraOpt = None) -> None:
     """One skill: front matter, body and its evidence."""
     s = _load(skills).get(name)
     m = s.meta
-    console.print(f"[bold]{m.name}[/] ({m.kind}, {m.status}) — {m.description}")
+    console.print(f"[bold]{m.name}[/] ({m.kind}, {_status(s)}) — {m.description}")
     console.print("triggers: " + "; ".join(t.describe() for t in m.triggers))
     console.print(Markdown(s.body))
     table = Table("date", "run", "commit", "domain", "metric", "delta", "CI", "verdict", title="evidence")
@@ -116,10 +125,12 @@ def import_(source: Annotated[Path, typer.Argument(help="a tarball, a folder of 
 def retire(
     name: str,
     undo: Annotated[bool, typer.Option("--undo", help="re-activate a retired skill")] = False,
+    domain: Annotated[str | None, typer.Option(help="only in this domain (default: everywhere)")] = None,
     skills: ExtraOpt = None,
 ) -> None:
-    """Retire a skill (the skills proposer stops applying it), or bring it back with --undo."""
+    """Retire a skill (proposers stop offering it), or bring it back with --undo; in one domain or all."""
     from meta_agent.skills.evidence import set_status
 
-    set_status(_load(skills), name, "active" if undo else "retired")
-    console.print(f"{name}: {'active' if undo else 'retired'}")
+    lib = _load(skills)
+    set_status(lib, name, retired=not undo, domain=domain)
+    console.print(f"{name}: {_status(lib.get(name))}")

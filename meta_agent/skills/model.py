@@ -50,13 +50,19 @@ class Evidence(BaseModel):
     metric: str
     delta: float | None = None
     ci: list[float] | None = Field(None, description="[low, high] of the paired 95% CI of delta")
-    verdict: Literal["promoted", "rejected"]
+    verdict: Literal["promoted", "rejected", "not_applicable"] = Field(
+        description="not_applicable: the harness already had the change (neither a win nor a loss)")
     stage: str = Field("", description="where a rejection happened: static, replay, train, gate")
     date: str
 
     @property
     def won(self) -> bool:
         return self.verdict == "promoted"
+
+    @property
+    def applicable(self) -> bool:
+        """It was a real test of the skill: a win or a loss."""
+        return self.verdict != "not_applicable"
 
 
 class SkillMeta(BaseModel):
@@ -72,9 +78,21 @@ class SkillMeta(BaseModel):
     )
     params: dict[str, Any] = Field(default_factory=dict, description="defaults passed to apply()")
     new_labels: list[str] = Field(default_factory=list, description="diagnostic labels the skill adds")
-    status: Literal["active", "retired"] = "active"
+    status: Literal["active", "retired"] = Field("active", description="retired: in every domain (by hand)")
+    retired_in: list[DomainTag] = Field(
+        default_factory=list, description="domains where it kept losing: retired there, still active elsewhere")
     provenance: dict[str, str] = Field(default_factory=dict, description="who wrote it: seed, or run + candidate")
     evidence: list[Evidence] = Field(default_factory=list)
 
     def applies_to(self, domain: str) -> bool:
         return "*" in self.domains or domain in self.domains
+
+    def active_in(self, domain: str) -> bool:
+        """Offered for `domain`: made for it and not retired there (nor everywhere)."""
+        return (self.status == "active" and self.applies_to(domain)
+                and domain not in self.retired_in and "*" not in self.retired_in)
+
+    def record(self, domain: str) -> tuple[int, int]:
+        """(wins, applicable tests) of the skill in `domain`."""
+        tests = [e for e in self.evidence if e.domain == domain and e.applicable]
+        return sum(1 for e in tests if e.won), len(tests)

@@ -62,7 +62,7 @@ def _bm25(docs: list[str], query: str) -> list[float]:
 
 def rank(skills: SkillSet, report: RolloutReport, *, query: str | None = None) -> list[Ranked]:
     """Active skills for the report's domain, best first; ties broken by name for determinism."""
-    pool = [s for s in skills.all() if s.meta.status == "active" and s.meta.applies_to(report.domain)]
+    pool = [s for s in skills.all() if s.meta.active_in(report.domain)]
     if not pool:
         return []
     text = _bm25([skill_text(s) for s in pool], _words(query) if query else report_query(report))

@@ -146,6 +146,7 @@ class SkillSet:
                     skill.meta = skill.meta.model_copy(update={
                         "evidence": [Evidence.model_validate(e) for e in data.get("evidence", [])],
                         "status": data.get("status", skill.meta.status),
+                        "retired_in": list(data.get("retired_in", skill.meta.retired_in)),
                     })
 
     @property
@@ -184,7 +185,8 @@ class SkillSet:
         if path is None:
             raise SkillError("no writable skills library is configured (user or run library)")
         path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"status": skill.meta.status, "evidence": [e.model_dump(mode="json") for e in skill.meta.evidence]}
+        state = {"status": skill.meta.status, "retired_in": skill.meta.retired_in,
+                 "evidence": [e.model_dump(mode="json") for e in skill.meta.evidence]}
         atomic_write_text(path, yaml.safe_dump(state, sort_keys=False))
 
     def add(self, folder: Path) -> Skill:
