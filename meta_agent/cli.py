@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from meta_agent.commands import llm, sandbox, skills, tasks
+from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
 from meta_agent.domains import DOMAINS
 from meta_agent.proposers import PROPOSERS
@@ -27,6 +27,8 @@ app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(llm.app, name="llm")
 app.add_typer(skills.app, name="skills")
+app.command()(review.history)
+app.command()(review.show)
 console = Console()
 
 
@@ -231,23 +233,6 @@ def lineage(
                       else f"{len(problems)} mismatches")
         if problems:
             raise typer.Exit(1)
-
-
-@app.command()
-def history(
-    harness: Annotated[Path, typer.Argument(help="a harness repo")] = Path("."),
-    limit: Annotated[int, typer.Option(help="commits to show")] = 20,
-) -> None:
-    """Main's history with the evolve trailers (hypothesis, backtest, verdict)."""
-    from meta_agent.gitops import open_harness, trailers
-
-    repo = open_harness(harness.resolve())
-    table = Table("commit", "date", "title", "verdict / hypothesis")
-    for c in repo.iter_commits("main", max_count=limit, first_parent=True):
-        t = trailers(repo, c.hexsha)
-        info = t.get("Verdict") or t.get("Hypothesis") or ""
-        table.add_row(c.hexsha[:10], c.committed_datetime.strftime("%Y-%m-%d %H:%M"), str(c.summary), info[:120])
-    console.print(table)
 
 
 @app.command()
