@@ -29,6 +29,7 @@ app.add_typer(llm.app, name="llm")
 app.add_typer(skills.app, name="skills")
 app.command()(review.history)
 app.command()(review.show)
+app.command()(review.prune)
 console = Console()
 
 

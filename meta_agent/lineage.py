@@ -27,6 +27,7 @@ from meta_agent.journal import (
     StageDone,
     VerdictRecorded,
 )
+from meta_agent.review.prune import archived
 
 INDEX = "lineage.sqlite"
 
@@ -104,14 +105,17 @@ def query(run_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3
 def check_against_git(run_dir: Path, repo: git.Repo) -> list[str]:
     """Disagreements between the index and the harness repo (empty = consistent)."""
     problems = []
+    pruned = archived(run_dir)
     for row in query(run_dir, "SELECT * FROM candidates"):
         if not row["branch"]:
             continue  # failed before it had a branch: nothing in git to compare
         try:
             head = repo.commit(row["branch"]).hexsha
         except (git.BadName, ValueError):
-            problems.append(f"{row['cand_id']}: branch {row['branch']} is missing")
-            continue
+            if row["branch"] not in pruned:
+                problems.append(f"{row['cand_id']}: branch {row['branch']} is missing")
+                continue
+            head = pruned[row["branch"]]  # `meta-agent prune` archived it
         if head != row["commit_sha"]:
             problems.append(f"{row['cand_id']}: branch at {head[:12]}, index says {row['commit_sha'][:12]}")
         merged = bool(row["merge_commit"]) and is_merged(repo, row["merge_commit"])

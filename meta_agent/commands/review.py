@@ -136,3 +136,19 @@ def show(
         console.print("[bold]diff[/]")
         console.print(d.diff, markup=False, highlight=False)
 
+
+def prune(run_dir: Annotated[Path, typer.Argument(help="a finished evolve run directory")]) -> None:
+    """Delete a finished run's candidate branches (cand/RUN/*) after archiving them in the run directory.
+
+    The verdict notes stay in refs/notes/commits, so `history` and `git log --notes` still show every candidate.
+    """
+    from meta_agent.review.prune import prune_run
+
+    done = prune_run(run_dir.resolve())
+    if not done.branches:
+        console.print(f"nothing to prune: {run_dir} has no candidate branches left")
+        return
+    console.print(f"pruned {len(done.branches)} candidate branches; archived in {done.bundle} (restore with "
+                  f"`git fetch {done.bundle} 'refs/heads/cand/*:refs/heads/cand/*'`) and {done.archive} "
+                  "(each branch's commit, message and note); the notes stay in refs/notes/commits", highlight=False,
+                  soft_wrap=True)  # paths a user copies must not be broken across lines
