@@ -211,15 +211,19 @@ def lineage(
     rebuild: Annotated[bool, typer.Option(help="rebuild lineage.sqlite from events.jsonl first")] = False,
     check: Annotated[bool, typer.Option(help="read-only: the journal is whole (no torn tail), and the index, "
                                              "the verdict notes and the harness checkout agree with git")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="print the candidates and their stages as JSON")] = False,
 ) -> None:
     """Show a run's candidates with their stages and verdicts (from the lineage index)."""
     import git
 
-    from meta_agent.lineage import check_run, query, rebuild_index
+    from meta_agent.lineage import check_run, lineage_json, query, rebuild_index
     from meta_agent.runinfo import read_run_info
 
     if rebuild:
         rebuild_index(run_dir)
+    if json_:
+        typer.echo(lineage_json(run_dir))
+        return
     table = Table("candidate", "kind", "skills", "verdict", "stage", "delta", "branch")
     for row in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
         delta = "" if row["delta"] is None else f"{row['delta']:+.3f}"

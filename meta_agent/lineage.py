@@ -102,6 +102,26 @@ def query(run_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3
         db.close()
 
 
+def lineage_json(run_dir: Path) -> str:
+    """`lineage --json`: the run, its generations and every candidate with its stages (columns as keys)."""
+    runs = [dict(r) for r in query(run_dir, "SELECT * FROM runs")]
+    generations = [dict(r) for r in query(run_dir, "SELECT * FROM generations ORDER BY gen")]
+    stages: dict[str, list[dict[str, Any]]] = {}
+    for r in query(run_dir, "SELECT * FROM stages ORDER BY rowid"):
+        row = dict(r)
+        row["passed"] = bool(row["passed"])
+        row["metrics"] = json.loads(row["metrics"] or "{}")
+        stages.setdefault(row.pop("cand_id"), []).append(row)
+    candidates = []
+    for r in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
+        row = dict(r)
+        row["skills"] = [s for s in (row["skills"] or "").split(",") if s]
+        row["stages"] = stages.get(row["cand_id"], [])
+        candidates.append(row)
+    return json.dumps({"run": runs[0] if runs else None, "generations": generations, "candidates": candidates},
+                      indent=2)
+
+
 def check_against_git(run_dir: Path, repo: git.Repo) -> list[str]:
     """Disagreements between the index and the harness repo (empty = consistent)."""
     problems = []

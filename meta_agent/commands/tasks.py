@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
@@ -86,6 +87,18 @@ def build(
     console.print(f"wrote {out}; to use it: [bold]meta-agent tasks import {out} --name NAME[/]")
 
 
+def _project_counts(taskset: str) -> dict[str, dict[str, int]]:
+    from meta_agent.swe.instance import SPLITS
+    from meta_agent.swe.taskset import load_tasks
+
+    rows: dict[str, dict[str, int]] = {}
+    for split in SPLITS:
+        for inst in load_tasks(split, taskset):
+            counts = rows.setdefault(inst.project, dict.fromkeys(SPLITS, 0))
+            counts[split] += 1
+    return rows
+
+
 @app.command(name="import")
 def import_(
     file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
@@ -106,12 +119,18 @@ def import_(
 
 
 @app.command(name="list")
-def list_() -> None:
+def list_(
+    json_: Annotated[bool, typer.Option("--json", help="print JSON (stable keys) instead of tables")] = False,
+) -> None:
     """Instance counts per task set, project and split."""
     from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import list_tasksets, load_tasks
 
     manifests = list_tasksets()
+    if json_:
+        typer.echo(json.dumps([{"name": m.name, "origin": m.origin, "manifest_hash": m.digest, "counts": m.counts,
+                                "projects": _project_counts(m.name)} for m in manifests], indent=2))
+        return
     if not manifests:
         console.print("no task sets yet: `meta-agent tasks build --default` or `meta-agent tasks import FILE`")
         return
