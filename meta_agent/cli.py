@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from meta_agent.commands import llm, sandbox, skills, tasks
+from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
 from meta_agent.domains import DOMAINS
 from meta_agent.proposers import PROPOSERS
@@ -27,7 +27,27 @@ app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(llm.app, name="llm")
 app.add_typer(skills.app, name="skills")
+app.command()(review.history)
+app.command()(review.show)
+app.command()(review.prune)
 console = Console()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from meta_agent import __version__
+
+        typer.echo(f"meta-agent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """meta-agent: RL training of LLM policies that evolves its own training harness."""
+
 
 DomainOpt = Annotated[str, typer.Option("--domain", "-d", help=DOMAINS.describe())]
 OptDomainOpt = Annotated[str | None, typer.Option("--domain", "-d", help=f"{DOMAINS.describe()}; default math")]
@@ -82,7 +102,7 @@ def rollout(
 def eval_(
     policy: Annotated[str, typer.Option(help="smollm2 | tiny | a model or checkpoint dir")] = "smollm2",
     domain: DomainOpt = "math",
-    split: Annotated[str, typer.Option(help="selection | test (sealed splits)")] = "selection",
+    split: Annotated[Literal["selection", "test"], typer.Option(help="which sealed split")] = "selection",
     limit: Annotated[int | None, typer.Option(help="evaluate only the first N tasks")] = None,
     out: Annotated[Path | None, typer.Option(help="write the full result (per task) as JSON")] = None,
     show: Annotated[int, typer.Option(help="per-task rows to print")] = 10,
@@ -98,12 +118,10 @@ def eval_(
     from meta_agent.fsutil import atomic_write_text
     from meta_agent.policy import resolve_policy
 
-    if split not in ("selection", "test"):
-        raise typer.BadParameter("--split must be selection or test")
     cfg = build(RolloutConfig, load_config_file(config), {"domain": domain})
     path = resolve_policy(policy)
     with console.status(f"evaluating {path.name} on {domain}/{split}"):
-        result = domain_for(cfg).evaluate(path, split, limit=limit)  # type: ignore[arg-type]
+        result = domain_for(cfg).evaluate(path, split, limit=limit)
     table = Table("task", "correct", "detail")
     for r in result.results[:show]:
         table.add_row(r.task_id, "yes" if r.correct else "no", r.detail)
@@ -133,7 +151,8 @@ def evolve(
     llm_dollars: Annotated[float | None, typer.Option(help="hard LLM dollar budget for the run")] = None,
     skills: Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")] = None,
     sandbox_name: SandboxOpt = None,
-    control: Annotated[str | None, typer.Option(help="static (default): compare with the unchanged harness")] = None,
+    control: Annotated[Literal["static", "none"] | None, typer.Option(
+        help="static (default): also train the unchanged harness and compare at the end")] = None,
     budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
     seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-evolve-<domain>)")] = None,
@@ -192,15 +211,19 @@ def lineage(
     rebuild: Annotated[bool, typer.Option(help="rebuild lineage.sqlite from events.jsonl first")] = False,
     check: Annotated[bool, typer.Option(help="read-only: the journal is whole (no torn tail), and the index, "
                                              "the verdict notes and the harness checkout agree with git")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="print the candidates and their stages as JSON")] = False,
 ) -> None:
     """Show a run's candidates with their stages and verdicts (from the lineage index)."""
     import git
 
-    from meta_agent.lineage import check_run, query, rebuild_index
+    from meta_agent.lineage import check_run, lineage_json, query, rebuild_index
     from meta_agent.runinfo import read_run_info
 
     if rebuild:
         rebuild_index(run_dir)
+    if json_:
+        typer.echo(lineage_json(run_dir))
+        return
     table = Table("candidate", "kind", "skills", "verdict", "stage", "delta", "branch")
     for row in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
         delta = "" if row["delta"] is None else f"{row['delta']:+.3f}"
@@ -215,23 +238,6 @@ def lineage(
                       else f"{len(problems)} mismatches")
         if problems:
             raise typer.Exit(1)
-
-
-@app.command()
-def history(
-    harness: Annotated[Path, typer.Argument(help="a harness repo")] = Path("."),
-    limit: Annotated[int, typer.Option(help="commits to show")] = 20,
-) -> None:
-    """Main's history with the evolve trailers (hypothesis, backtest, verdict)."""
-    from meta_agent.gitops import open_harness, trailers
-
-    repo = open_harness(harness.resolve())
-    table = Table("commit", "date", "title", "verdict / hypothesis")
-    for c in repo.iter_commits("main", max_count=limit, first_parent=True):
-        t = trailers(repo, c.hexsha)
-        info = t.get("Verdict") or t.get("Hypothesis") or ""
-        table.add_row(c.hexsha[:10], c.committed_datetime.strftime("%Y-%m-%d %H:%M"), str(c.summary), info[:120])
-    console.print(table)
 
 
 @app.command()

@@ -27,6 +27,7 @@ from meta_agent.journal import (
     StageDone,
     VerdictRecorded,
 )
+from meta_agent.review.prune import archived
 
 INDEX = "lineage.sqlite"
 
@@ -101,17 +102,40 @@ def query(run_dir: Path, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3
         db.close()
 
 
+def lineage_json(run_dir: Path) -> str:
+    """`lineage --json`: the run, its generations and every candidate with its stages (columns as keys)."""
+    runs = [dict(r) for r in query(run_dir, "SELECT * FROM runs")]
+    generations = [dict(r) for r in query(run_dir, "SELECT * FROM generations ORDER BY gen")]
+    stages: dict[str, list[dict[str, Any]]] = {}
+    for r in query(run_dir, "SELECT * FROM stages ORDER BY rowid"):
+        row = dict(r)
+        row["passed"] = bool(row["passed"])
+        row["metrics"] = json.loads(row["metrics"] or "{}")
+        stages.setdefault(row.pop("cand_id"), []).append(row)
+    candidates = []
+    for r in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
+        row = dict(r)
+        row["skills"] = [s for s in (row["skills"] or "").split(",") if s]
+        row["stages"] = stages.get(row["cand_id"], [])
+        candidates.append(row)
+    return json.dumps({"run": runs[0] if runs else None, "generations": generations, "candidates": candidates},
+                      indent=2)
+
+
 def check_against_git(run_dir: Path, repo: git.Repo) -> list[str]:
     """Disagreements between the index and the harness repo (empty = consistent)."""
     problems = []
+    pruned = archived(run_dir)
     for row in query(run_dir, "SELECT * FROM candidates"):
         if not row["branch"]:
             continue  # failed before it had a branch: nothing in git to compare
         try:
             head = repo.commit(row["branch"]).hexsha
         except (git.BadName, ValueError):
-            problems.append(f"{row['cand_id']}: branch {row['branch']} is missing")
-            continue
+            if row["branch"] not in pruned:
+                problems.append(f"{row['cand_id']}: branch {row['branch']} is missing")
+                continue
+            head = pruned[row["branch"]]  # `meta-agent prune` archived it
         if head != row["commit_sha"]:
             problems.append(f"{row['cand_id']}: branch at {head[:12]}, index says {row['commit_sha'][:12]}")
         merged = bool(row["merge_commit"]) and is_merged(repo, row["merge_commit"])

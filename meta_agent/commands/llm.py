@@ -89,7 +89,10 @@ def transcript(
 
 
 @app.command()
-def usage(run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")]) -> None:
+def usage(
+    run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")],
+    json_: Annotated[bool, typer.Option("--json", help="print JSON: total, by_agent, by_scope")] = False,
+) -> None:
     """Tokens, calls and dollars a run's LLM agents used: in total, per agent and per generation."""
     from meta_agent.llm.accounting import USAGE_FILE, Ledger
 
@@ -97,6 +100,9 @@ def usage(run_dir: Annotated[Path, typer.Argument(help="an evolve run directory"
     if not path.is_file():
         raise _fail(f"{path} does not exist: the run made no LLM calls (or is not an evolve run with --proposer llm)")
     state = Ledger(path).state
+    if json_:
+        typer.echo(state.model_dump_json(indent=2))
+        return
     rows = [("total", state.total), *sorted(state.by_agent.items()), *sorted(state.by_scope.items())]
     typer.echo(f"{'':16} {'calls':>6} {'prompt':>10} {'completion':>10} {'dollars':>10} {'cached':>7} "
                f"{'cached tok':>10}")

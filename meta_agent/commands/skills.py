@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from meta_agent.commands.app import App
+from meta_agent.commands.app import App, errors
 from meta_agent.skills.store import Skill, SkillSet, default_skill_set
 
 app = App(help="List, search, show, export, import and retire skills.")
@@ -26,14 +27,22 @@ def _where(skills: SkillSet, skill: Skill) -> str:
 
 
 def _record(skill: Skill) -> str:
-    ev = skill.meta.evidence
-    return f"{sum(1 for e in ev if e.won)}/{len(ev)}"
+    tests = [e for e in skill.meta.evidence if e.applicable]
+    return f"{sum(1 for e in tests if e.won)}/{len(tests)}"
 
 
-def _load(extra: list[Path] | None) -> SkillSet:
+def _status(skill: Skill) -> str:
+    m = skill.meta
+    if m.status == "retired":
+        return "retired"
+    return f"retired in {','.join(m.retired_in)}" if m.retired_in else "active"
+
+
+def _load(extra: list[Path] | None, quiet: bool = False) -> SkillSet:
+    """The layered libraries; broken skills are reported (on stderr when stdout carries JSON)."""
     skills = default_skill_set(extra or [])
     for problem in skills.problems():
-        console.print(f"[yellow]skipped a broken skill:[/] {problem}")
+        (errors if quiet else console).print(f"[yellow]skipped a broken skill:[/] {problem}")
     return skills
 
 
@@ -42,17 +51,25 @@ def list_(
     domain: Annotated[str | None, typer.Option(help="only skills for this domain")] = None,
     all_: Annotated[bool, typer.Option("--all", help="include retired skills")] = False,
     skills: ExtraOpt = None,
+    json_: Annotated[bool, typer.Option("--json", help="print JSON (stable keys) instead of a table")] = False,
 ) -> None:
-    """Every skill with its kind, status, win record (promoted/applied) and library."""
-    lib = _load(skills)
+    """Every skill with its kind, status, win record (wins/tests) and library."""
+    lib = _load(skills, quiet=json_)
+    chosen = [s for s in lib.all() if not (domain and not s.meta.applies_to(domain)) and (
+        all_ or (s.meta.active_in(domain) if domain else s.meta.status != "retired"))]
+    if json_:
+        rows = [{"name": s.name, "kind": s.meta.kind, "domains": s.meta.domains, "status": s.meta.status,
+                 "retired_in": s.meta.retired_in, "wins": sum(1 for e in s.meta.evidence if e.applicable and e.won),
+                 "tests": sum(1 for e in s.meta.evidence if e.applicable), "library": _where(lib, s),
+                 "path": str(s.path), "description": s.meta.description} for s in chosen]
+        typer.echo(json.dumps(rows, indent=2))
+        return
     table = Table()
     for header in ("skill", "kind", "domains", "status", "won", "library"):
         table.add_column(header, no_wrap=True)
     table.add_column("when to use", ratio=1)
-    for s in lib.all():
-        if (domain and not s.meta.applies_to(domain)) or (s.meta.status == "retired" and not all_):
-            continue
-        table.add_row(s.name, s.meta.kind, ",".join(s.meta.domains), s.meta.status, _record(s), _where(lib, s),
+    for s in chosen:
+        table.add_row(s.name, s.meta.kind, ",".join(s.meta.domains), _status(s), _record(s), _where(lib, s),
                       s.meta.description)
     console.print(table)
 
@@ -62,7 +79,7 @@ def show(name: str, skills: ExtraOpt = None) -> None:
     """One skill: front matter, body and its evidence."""
     s = _load(skills).get(name)
     m = s.meta
-    console.print(f"[bold]{m.name}[/] ({m.kind}, {m.status}) — {m.description}")
+    console.print(f"[bold]{m.name}[/] ({m.kind}, {_status(s)}) — {m.description}")
     console.print("triggers: " + "; ".join(t.describe() for t in m.triggers))
     console.print(Markdown(s.body))
     table = Table("date", "run", "commit", "domain", "metric", "delta", "CI", "verdict", title="evidence")
@@ -116,10 +133,12 @@ def import_(source: Annotated[Path, typer.Argument(help="a tarball, a folder of 
 def retire(
     name: str,
     undo: Annotated[bool, typer.Option("--undo", help="re-activate a retired skill")] = False,
+    domain: Annotated[str | None, typer.Option(help="only in this domain (default: everywhere)")] = None,
     skills: ExtraOpt = None,
 ) -> None:
-    """Retire a skill (the skills proposer stops applying it), or bring it back with --undo."""
+    """Retire a skill (proposers stop offering it), or bring it back with --undo; in one domain or all."""
     from meta_agent.skills.evidence import set_status
 
-    set_status(_load(skills), name, "active" if undo else "retired")
-    console.print(f"{name}: {'active' if undo else 'retired'}")
+    lib = _load(skills)
+    set_status(lib, name, retired=not undo, domain=domain)
+    console.print(f"{name}: {_status(lib.get(name))}")

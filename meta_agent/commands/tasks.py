@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -86,20 +87,29 @@ def build(
     console.print(f"wrote {out}; to use it: [bold]meta-agent tasks import {out} --name NAME[/]")
 
 
+def _project_counts(taskset: str) -> dict[str, dict[str, int]]:
+    from meta_agent.swe.instance import SPLITS
+    from meta_agent.swe.taskset import load_tasks
+
+    rows: dict[str, dict[str, int]] = {}
+    for split in SPLITS:
+        for inst in load_tasks(split, taskset):
+            counts = rows.setdefault(inst.project, dict.fromkeys(SPLITS, 0))
+            counts[split] += 1
+    return rows
+
+
 @app.command(name="import")
 def import_(
     file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
     name: Annotated[str | None, typer.Option(help="task set name (default: the file's stem)")] = None,
-    split: Annotated[str, typer.Option(help="keep (the file's split field, else test) | auto | train | "
-                                            "selection | test")] = "keep",
+    split: Annotated[Literal["keep", "auto", "train", "selection", "test"], typer.Option(
+        help="keep: the file's split field, else test; auto: assign by (project, file); or put all in one")] = "keep",
 ) -> None:
     """Validate a task file and copy it into the task cache as a named set."""
-    from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import import_tasks
 
-    if split not in ("keep", "auto", *SPLITS):
-        raise typer.BadParameter(f"--split must be keep, auto or one of {', '.join(SPLITS)}")
-    manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split)  # type: ignore[arg-type]
+    manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split)
     console.print(f"imported {sum(manifest.counts.values())} instances as task set [bold]{manifest.name}[/]: "
                   + ", ".join(f"{k} {v}" for k, v in manifest.counts.items()))
     empty = [k for k, v in manifest.counts.items() if v == 0]
@@ -109,12 +119,18 @@ def import_(
 
 
 @app.command(name="list")
-def list_() -> None:
+def list_(
+    json_: Annotated[bool, typer.Option("--json", help="print JSON (stable keys) instead of tables")] = False,
+) -> None:
     """Instance counts per task set, project and split."""
     from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import list_tasksets, load_tasks
 
     manifests = list_tasksets()
+    if json_:
+        typer.echo(json.dumps([{"name": m.name, "origin": m.origin, "manifest_hash": m.digest, "counts": m.counts,
+                                "projects": _project_counts(m.name)} for m in manifests], indent=2))
+        return
     if not manifests:
         console.print("no task sets yet: `meta-agent tasks build --default` or `meta-agent tasks import FILE`")
         return

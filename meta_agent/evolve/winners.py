@@ -20,6 +20,7 @@ from meta_agent.journal import (
     StageDone,
     VerdictRecorded,
 )
+from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
 from meta_agent.training import TrainedRun
@@ -108,7 +109,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
         ev = Evidence(run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
                       commit=(created.commit if created and created.commit else main_before),
                       domain=ctx.domain.name, metric="selection_delta" if v.kind == "performance" else "validity",
-                      delta=v.delta, ci=v.ci, verdict="promoted" if v.promoted else "rejected", stage=v.stage,
+                      delta=v.delta, ci=v.ci, verdict=evidence_verdict(v), stage=v.stage,
                       date=time.strftime("%Y-%m-%d"))
         try:
             if record_evidence(ctx.skills, name, ev, ctx.cfg.retire_after):

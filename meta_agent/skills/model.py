@@ -10,6 +10,8 @@ SKILL_FILE = "SKILL.md"
 DomainTag = Annotated[str, Field(pattern=r"^(\*|[a-z][a-z0-9_]*)$")]
 """A domain name (built-in or a plugin's), or `*` for every domain."""
 APPLY_FILE = "apply.py"
+SKILL_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+"""Lowercase letters and digits in words joined by single hyphens: no `a--b`, no leading or trailing `-`."""
 
 
 class Trigger(BaseModel):
@@ -48,7 +50,8 @@ class Evidence(BaseModel):
     metric: str
     delta: float | None = None
     ci: list[float] | None = Field(None, description="[low, high] of the paired 95% CI of delta")
-    verdict: Literal["promoted", "rejected"]
+    verdict: Literal["promoted", "rejected", "not_applicable"] = Field(
+        description="not_applicable: the harness already had the change (neither a win nor a loss)")
     stage: str = Field("", description="where a rejection happened: static, replay, train, gate")
     date: str
 
@@ -56,10 +59,16 @@ class Evidence(BaseModel):
     def won(self) -> bool:
         return self.verdict == "promoted"
 
+    @property
+    def applicable(self) -> bool:
+        """It was a real test of the skill: a win or a loss."""
+        return self.verdict != "not_applicable"
+
 
 class SkillMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{1,63}$")
+    name: str = Field(pattern=SKILL_NAME, min_length=2, max_length=64,
+                      description="lowercase words joined by single hyphens, like its folder")
     description: str = Field(min_length=10, description="one sentence: when to use it")
     domains: list[DomainTag] = Field(default_factory=lambda: list[DomainTag](["*"]))
     kind: Literal["validity", "performance"] = "performance"
@@ -69,9 +78,21 @@ class SkillMeta(BaseModel):
     )
     params: dict[str, Any] = Field(default_factory=dict, description="defaults passed to apply()")
     new_labels: list[str] = Field(default_factory=list, description="diagnostic labels the skill adds")
-    status: Literal["active", "retired"] = "active"
+    status: Literal["active", "retired"] = Field("active", description="retired: in every domain (by hand)")
+    retired_in: list[DomainTag] = Field(
+        default_factory=list, description="domains where it kept losing: retired there, still active elsewhere")
     provenance: dict[str, str] = Field(default_factory=dict, description="who wrote it: seed, or run + candidate")
     evidence: list[Evidence] = Field(default_factory=list)
 
     def applies_to(self, domain: str) -> bool:
         return "*" in self.domains or domain in self.domains
+
+    def active_in(self, domain: str) -> bool:
+        """Offered for `domain`: made for it and not retired there (nor everywhere)."""
+        return (self.status == "active" and self.applies_to(domain)
+                and domain not in self.retired_in and "*" not in self.retired_in)
+
+    def record(self, domain: str) -> tuple[int, int]:
+        """(wins, applicable tests) of the skill in `domain`."""
+        tests = [e for e in self.evidence if e.domain == domain and e.applicable]
+        return sum(1 for e in tests if e.won), len(tests)

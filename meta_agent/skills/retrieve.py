@@ -1,5 +1,5 @@
-"""Ranking skills for a rollout report: trigger matches first, text similarity (BM25) second;
-and rendering the top skills into a prompt within a token budget."""
+"""Ranking skills for a rollout report: trigger matches first, then text similarity (BM25) and the
+skill's record in the report's domain; and rendering the top skills into a prompt within a token budget."""
 
 from __future__ import annotations
 
@@ -19,10 +19,26 @@ class Ranked:
     """Sum over matched triggers (a label trigger scores its share, a metric trigger 1)."""
     text_score: float
     matched: list[str]
+    domain: str = ""
+    """The report's domain, where the record below comes from."""
+    evidence_score: float = 0.0
+    """Win rate in the domain under a uniform prior, centred: 0 with no record, up to +-0.5."""
 
     @property
     def score(self) -> float:
-        return 10 * self.trigger_score + self.text_score
+        return 10 * self.trigger_score + self.text_score + EVIDENCE_WEIGHT * self.evidence_score
+
+
+EVIDENCE_WEIGHT = 4.0
+"""A record of 3 wins (+1.2) or 3 losses (-1.2) reorders skills of equal triggers and similar text; a fully
+matched trigger (10) still outweighs any record (at most +-2)."""
+
+
+def evidence_score(skill: Skill, domain: str) -> float:
+    """Posterior mean win rate with a Beta(1, 1) prior, minus 1/2: a new skill is neither favoured nor
+    penalised, and one test moves it less than many."""
+    wins, tests = skill.meta.record(domain)
+    return (wins + 1) / (tests + 2) - 0.5
 
 
 def _words(text: str) -> str:
@@ -62,7 +78,7 @@ def _bm25(docs: list[str], query: str) -> list[float]:
 
 def rank(skills: SkillSet, report: RolloutReport, *, query: str | None = None) -> list[Ranked]:
     """Active skills for the report's domain, best first; ties broken by name for determinism."""
-    pool = [s for s in skills.all() if s.meta.status == "active" and s.meta.applies_to(report.domain)]
+    pool = [s for s in skills.all() if s.meta.active_in(report.domain)]
     if not pool:
         return []
     text = _bm25([skill_text(s) for s in pool], _words(query) if query else report_query(report))
@@ -70,7 +86,8 @@ def rank(skills: SkillSet, report: RolloutReport, *, query: str | None = None) -
     for skill, ts in zip(pool, text, strict=True):
         matches = [(t, trigger_match(t, report)) for t in skill.meta.triggers]
         ranked.append(Ranked(skill=skill, trigger_score=sum(m for _, m in matches), text_score=ts,
-                             matched=[t.describe() for t, m in matches if m > 0]))
+                             matched=[t.describe() for t, m in matches if m > 0],
+                             domain=report.domain, evidence_score=evidence_score(skill, report.domain)))
     ranked.sort(key=lambda r: (-r.score, r.skill.name))
     return ranked
 
@@ -81,10 +98,10 @@ def render_for_prompt(ranked: list[Ranked], budget_tokens: int) -> str:
     used = 0
     for r in ranked:
         m = r.skill.meta
-        wins = sum(1 for e in m.evidence if e.won)
+        wins, tests = m.record(r.domain)
         block = (f"### skill `{m.name}` ({m.kind})\n{m.description}\n"
-                 f"Triggers matched: {', '.join(r.matched) or 'none'}. Evidence: {wins} wins / "
-                 f"{len(m.evidence)} applications.\n\n{r.skill.body.strip()}\n")
+                 f"Triggers matched: {', '.join(r.matched) or 'none'}. Evidence in {r.domain}: {wins} wins / "
+                 f"{tests} tests.\n\n{r.skill.body.strip()}\n")
         cost = approx_tokens(block)
         if used + cost > budget_tokens:
             continue

@@ -19,6 +19,8 @@ from meta_agent.skills.store import Skill
 from sandboxes import Session
 
 KIT_FILE = "skillkit.py"
+ALREADY_APPLIED = "already applied"
+"""The reason RUNNER_SOURCE reports for `skillkit.AlreadyApplied`: the harness already has the change."""
 RUNNER_FILE = "run_skill.py"
 RUNNER_SOURCE = '''"""Loads one skill's apply.py and applies it to a harness checkout; prints one JSON line."""
 import importlib.util

@@ -46,13 +46,23 @@ class Skill:
         return p if p.is_file() else None
 
 
-def parse_skill_md(text: str, where: Path) -> tuple[SkillMeta, str]:
-    if not text.startswith("---"):
+FENCE = "---"
+
+
+def split_front_matter(text: str, where: Path) -> tuple[str, str]:
+    """(front matter, body): the front matter lies between a first line `---` and the next line that is
+    exactly `---`; a `---` inside a value (a description, a YAML string) is not a fence."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != FENCE:
         raise SkillError(f"{where}: must start with YAML front matter between '---' lines")
-    try:
-        _, front, body = text.split("---", 2)
-    except ValueError:
-        raise SkillError(f"{where}: front matter is not closed with a '---' line") from None
+    for i, line in enumerate(lines[1:], start=1):
+        if line.rstrip() == FENCE:
+            return "".join(lines[1:i]), "".join(lines[i + 1:])
+    raise SkillError(f"{where}: front matter is not closed with a '---' line")
+
+
+def parse_skill_md(text: str, where: Path) -> tuple[SkillMeta, str]:
+    front, body = split_front_matter(text, where)
     try:
         data = yaml.safe_load(front) or {}
     except yaml.YAMLError as e:
@@ -136,6 +146,7 @@ class SkillSet:
                     skill.meta = skill.meta.model_copy(update={
                         "evidence": [Evidence.model_validate(e) for e in data.get("evidence", [])],
                         "status": data.get("status", skill.meta.status),
+                        "retired_in": list(data.get("retired_in", skill.meta.retired_in)),
                     })
 
     @property
@@ -174,12 +185,25 @@ class SkillSet:
         if path is None:
             raise SkillError("no writable skills library is configured (user or run library)")
         path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"status": skill.meta.status, "evidence": [e.model_dump(mode="json") for e in skill.meta.evidence]}
+        state = {"status": skill.meta.status, "retired_in": skill.meta.retired_in,
+                 "evidence": [e.model_dump(mode="json") for e in skill.meta.evidence]}
         atomic_write_text(path, yaml.safe_dump(state, sort_keys=False))
 
     def add(self, folder: Path) -> Skill:
-        """Register a new skill folder written into the run library (and publish it to the user library)."""
+        """Register a new skill folder written into the run library (and publish it to the user library).
+
+        A learned skill never silently shadows one another library holds under its name: it is renamed
+        (`<name>-2`, ...), unless it says it `revises` that skill (provenance), in which case the
+        previous version is kept, retired, as `<name>-v<N>` in the writable library.
+        """
         skill = load_skill(folder)
+        previous = self._holder(skill)
+        if previous is not None:
+            if skill.meta.provenance.get("revises") == skill.name:
+                self._keep_previous(previous)
+            else:
+                skill = _rename(skill, self._free_name(skill))
+                folder = skill.path
         if self.run is not None:
             self.run.skills[skill.name] = skill
         if self.user is not None and self.user.writable and folder.parent != self.user.root:
@@ -190,6 +214,59 @@ class SkillSet:
             shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("__pycache__"))
             self.user.skills[skill.name] = load_skill(dest)
         return skill
+
+
+    def _holder(self, new: Skill) -> Skill | None:
+        """The skill a library other than the run's holds under `new`'s name (the same learned skill
+        published before a crash, with the same run and candidate, does not count)."""
+        for lib in self.libraries:
+            held = lib.skills.get(new.name)
+            if lib is not self.run and held is not None:
+                return None if _same_origin(held, new) else held
+        return None
+
+    def _free_name(self, new: Skill) -> str:
+        """`<name>-2`, `-3`, ...: the first no other skill holds (one published by this same learning
+        step before a crash is this skill, so its name is reused)."""
+        held = {s.name: s for s in self.all()}
+        names = (f"{new.name[:60]}-{i}" for i in range(2, 10_000))
+        return next(n for n in names if n not in held or _same_origin(held[n], new))
+
+    def _keep_previous(self, previous: Skill) -> None:
+        target = self.user or self.run
+        if target is None:
+            raise SkillError("no writable skills library to keep the revised skill's previous version in")
+        taken = {s.name for s in self.all()}
+        version = next(i for i in range(1, 10_000) if f"{previous.name[:60]}-v{i}" not in taken)
+        name = f"{previous.name[:60]}-v{version}"
+        meta = previous.meta.model_copy(update={
+            "name": name, "status": "retired", "provenance": {**previous.meta.provenance, "superseded_by":
+                                                                previous.name}})
+        dest = target.root / name
+        target.root.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(previous.path, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        kept = Skill(meta=meta, body=previous.body, path=dest)
+        save_skill(kept)
+        target.skills[name] = kept
+
+
+def _same_origin(a: Skill, b: Skill) -> bool:
+    """Both written by the same learning step (run and candidate) of some run."""
+    pa, pb = a.meta.provenance, b.meta.provenance
+    return bool(pa.get("run")) and (pa.get("run"), pa.get("candidate")) == (pb.get("run"), pb.get("candidate"))
+
+
+def _rename(skill: Skill, name: str) -> Skill:
+    """Move a skill's folder to `name` and give its SKILL.md that name."""
+    dest = skill.path.with_name(name)
+    if dest.exists():
+        shutil.rmtree(dest)
+    skill.path.rename(dest)
+    renamed = Skill(meta=skill.meta.model_copy(update={"name": name}), body=skill.body, path=dest)
+    save_skill(renamed)
+    return renamed
 
 
 def default_skill_set(extra: list[Path] | None = None, run_dir: Path | None = None) -> SkillSet:

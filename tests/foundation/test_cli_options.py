@@ -1,0 +1,43 @@
+"""Options as a user meets them in --help: a version, choices that are listed and enforced, placeholders kept."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from meta_agent import __version__
+from meta_agent.cli import app
+
+runner = CliRunner()
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_version_prints_the_package_version() -> None:
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == f"meta-agent {__version__}"
+
+
+@pytest.mark.parametrize(("args", "choices"), [
+    (["eval", "--split", "train"], ["selection", "test"]),
+    (["evolve", "--control", "dynamic"], ["static", "none"]),
+    (["tasks", "import", "x.jsonl", "--split", "half"], ["keep", "auto", "train", "selection", "test"]),
+])
+def test_a_choice_option_refuses_other_values_and_names_the_choices(args: list[str], choices: list[str]) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert all(f"'{c}'" in flat(res.output) for c in choices), res.output
+
+
+def test_help_lists_the_choices_of_a_choice_option() -> None:
+    res = runner.invoke(app, ["eval", "--help"], terminal_width=200)
+    assert "<selection|test>" in res.output, res.output
+
+
+@pytest.mark.parametrize("command", ["evolve", "rollout"])
+def test_run_dir_help_shows_its_placeholders_literally(command: str) -> None:
+    res = runner.invoke(app, [command, "--help"], terminal_width=200)
+    assert f"runs/<time>-{command}-<domain>" in flat(res.output), res.output

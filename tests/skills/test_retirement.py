@@ -1,0 +1,59 @@
+"""Retirement is per domain and per library, and a harness that already had the change is no loss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from meta_agent.backtest.gate import decide
+from meta_agent.config import GateSettings
+from meta_agent.gitops import export_tree, init_harness
+from meta_agent.paths import seed_skills
+from meta_agent.skills.evidence import evidence_verdict, record
+from meta_agent.skills.retrieve import rank
+from meta_agent.skills.runner import prepare_kit, run_apply
+from meta_agent.skills.store import load_skill
+from meta_agent.verdicts import StageResult
+from sandboxes import Mount, Sandbox
+from tests.skills.libraries import layered, outcome
+from tests.skills.test_library import _report
+
+
+def test_a_skill_retired_in_math_stays_active_for_code_and_swe(tmp_path: Path) -> None:
+    skills = layered(tmp_path)
+    retired = [record(skills, "clip-higher", outcome(i, "math"), retire_after=3) for i in range(3)]
+    assert retired == [False, False, True]
+    reloaded = layered(tmp_path)  # the next project, same user library
+    meta = reloaded.get("clip-higher").meta
+    assert not meta.active_in("math")
+    assert meta.active_in("code") and meta.active_in("swe")
+    entropy = {"entropy_change": -0.3}
+    assert "clip-higher" not in [r.skill.name for r in rank(reloaded, _report("math", {}, **entropy))]
+    assert "clip-higher" in [r.skill.name for r in rank(reloaded, _report("code", {}, **entropy))]
+    someone_else = layered(tmp_path / "someone-else")  # retirement lives in the library that recorded it
+    assert someone_else.get("clip-higher").meta.active_in("math")
+
+
+def test_losses_in_different_domains_do_not_add_up(tmp_path: Path) -> None:
+    skills = layered(tmp_path)
+    for i, domain in enumerate(["math", "code", "swe", "math", "code"]):
+        assert not record(skills, "clip-higher", outcome(i, domain), retire_after=3)
+    assert all(layered(tmp_path).get("clip-higher").meta.active_in(d) for d in ("math", "code", "swe"))
+
+
+def test_a_reapplied_skill_counts_as_not_applicable_never_as_a_loss(sandbox: Sandbox, tmp_path: Path) -> None:
+    skill = load_skill(seed_skills() / "dynamic-sampling")
+    repo = init_harness(tmp_path / "harness", "math")
+    work = export_tree(repo, "HEAD", tmp_path / "work")
+    kit = prepare_kit(tmp_path / "kit")
+    with sandbox.open(work, mounts=[Mount(kit), Mount(skill.path)]) as session:
+        assert run_apply(session, kit, skill, work, {}).ok
+        again = run_apply(session, kit, skill, work, {})
+    stages = [StageResult(stage="implement", passed=again.ok, reason=again.reason)]
+    verdict = decide("r/0-0", "performance", stages, 0.0, GateSettings())
+    assert evidence_verdict(verdict) == "not_applicable"
+
+    skills = layered(tmp_path)
+    for i in range(4):
+        assert not record(skills, "dynamic-sampling", outcome(i, "math", evidence_verdict(verdict)), retire_after=3)
+    meta = layered(tmp_path).get("dynamic-sampling").meta
+    assert meta.active_in("math") and meta.record("math") == (0, 0)
