@@ -23,6 +23,7 @@ from meta_agent.journal import (
 from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
+from meta_agent.skills.store import UnknownSkill
 from meta_agent.training import TrainedRun
 from meta_agent.verdicts import Verdict
 
@@ -114,7 +115,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
         try:
             if record_evidence(ctx.skills, name, ev, ctx.cfg.retire_after):
                 retired.append(name)
-        except KeyError:
+        except UnknownSkill:
             continue  # a skill named by an LLM hypothesis that the library does not hold
     crashpoint("skills/after-evidence", ctx.run_dir)
     return SkillEvidence(skills=h.skills_used, retired=retired)
