@@ -3,7 +3,6 @@ folder (SKILL.md + optional apply.py), validated with the same loader the librar
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import shutil
@@ -19,8 +18,9 @@ from meta_agent.llm.client import LLMClient
 from meta_agent.llm.errors import LLMRequestError
 from meta_agent.llm.tools import Tool, ToolResult
 from meta_agent.llm.transcript import Transcript
-from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, DomainTag, SkillMeta, Trigger
-from meta_agent.skills.store import SkillError, SkillSet, load_skill, render_skill_md
+from meta_agent.skills.model import APPLY_FILE, DomainTag, SkillMeta, Trigger
+from meta_agent.skills.skill_files import check_apply, write_skill_files
+from meta_agent.skills.store import SkillError, SkillSet, load_skill
 
 DIFF_CHARS = 12_000
 MAX_STEPS = 4
@@ -46,18 +46,6 @@ class SkillDraft(BaseModel):
 
 class SkipArgs(BaseModel):
     reason: str
-
-
-def check_apply(source: str) -> str | None:
-    """Why an apply.py cannot work, or None (it is run later, sandboxed; here only its shape is checked)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as e:
-        return f"apply_py has a syntax error at line {e.lineno}: {e.msg}"
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply"), None)
-    if fn is None or len(fn.args.args) != 2:
-        return "apply_py must define a top-level `def apply(harness_dir, params)`"
-    return None
 
 
 def body_of(d: SkillDraft, outcome: Outcome) -> str:
@@ -140,7 +128,7 @@ class SkillWriter:
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
-        (staging / SKILL_FILE).write_text(render_skill_md(meta, body_of(d, outcome)), encoding="utf-8")
+        write_skill_files(staging, meta, body_of(d, outcome))
         if d.apply_py is not None:
             (staging / APPLY_FILE).write_text(d.apply_py.rstrip() + "\n", encoding="utf-8")
         load_skill(staging)

@@ -12,9 +12,11 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from meta_agent.commands.app import App, errors
+from meta_agent.errors import UserError
+from meta_agent.skills.model import SKILL_FILE
 from meta_agent.skills.store import Skill, SkillSet, default_skill_set
 
-app = App(help="List, search, show, export, import and retire skills.")
+app = App(help="List, search, show, validate, export, import and retire skills.")
 console = Console()
 ExtraOpt = Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")]
 
@@ -142,3 +144,36 @@ def retire(
     lib = _load(skills)
     set_status(lib, name, retired=not undo, domain=domain)
     console.print(f"{name}: {_status(lib.get(name))}")
+
+
+@app.command()
+def validate(
+    path: Annotated[Path | None, typer.Argument(
+        help="a skill folder, or a library (a folder of skill folders); default: your user library")] = None,
+) -> None:
+    """Check skills against the Agent Skills format (SKILL.md front matter: name, description, allowed keys) and
+    against meta-agent's own rules (skill.yaml fields, apply.py's `apply(harness_dir, params)`). Exit 1 on any
+    problem; each problem names its file."""
+    from meta_agent.paths import data_dir
+    from meta_agent.skills.skill_files import agent_skills_problems, meta_agent_problems
+
+    root = path if path is not None else data_dir() / "skills"
+    if not root.is_dir():
+        raise UserError(f"{root} is not a folder: pass a skill folder or a library of skill folders")
+    folders = [root] if (root / SKILL_FILE).is_file() else sorted(
+        p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    if not folders:
+        raise UserError(f"{root} holds no skill folders (a skill is a folder with a {SKILL_FILE})")
+    bad = 0
+    for folder in folders:
+        problems = list(dict.fromkeys(agent_skills_problems(folder) + meta_agent_problems(folder)))
+        bad += bool(problems)
+        if problems:
+            console.print(f"[red]✗[/] {folder.name}")
+            for problem in problems:
+                console.print(f"    {problem}", markup=False, highlight=False, soft_wrap=True)
+        else:
+            console.print(f"[green]✓[/] {folder.name}")
+    console.print(f"{len(folders) - bad} of {len(folders)} skills valid")
+    if bad:
+        raise typer.Exit(1)

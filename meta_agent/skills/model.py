@@ -69,7 +69,7 @@ class SkillMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=SKILL_NAME, min_length=2, max_length=64,
                       description="lowercase words joined by single hyphens, like its folder")
-    description: str = Field(min_length=10, description="one sentence: when to use it")
+    description: str = Field(min_length=10, max_length=1024, description="one sentence: when to use it")
     domains: list[DomainTag] = Field(default_factory=lambda: list[DomainTag](["*"]))
     kind: Literal["validity", "performance"] = "performance"
     triggers: list[Trigger] = Field(default_factory=list)

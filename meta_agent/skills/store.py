@@ -12,11 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
 
 from meta_agent.errors import UserError
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, Evidence, SkillMeta
+from meta_agent.skills.skill_files import (  # noqa: F401 - SkillError and the parsers are used from here too
+    SkillError,
+    parse_skill_md,
+    read_skill_files,
+    render_skill_md,
+    split_front_matter,
+    write_skill_files,
+)
 
 
 class UnknownSkill(UserError, KeyError):
@@ -24,10 +31,6 @@ class UnknownSkill(UserError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "unknown skill"
-
-
-class SkillError(UserError, ValueError):
-    """A skill folder is malformed; the message names the file and the problem."""
 
 
 @dataclass
@@ -46,53 +49,15 @@ class Skill:
         return p if p.is_file() else None
 
 
-FENCE = "---"
-
-
-def split_front_matter(text: str, where: Path) -> tuple[str, str]:
-    """(front matter, body): the front matter lies between a first line `---` and the next line that is
-    exactly `---`; a `---` inside a value (a description, a YAML string) is not a fence."""
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip() != FENCE:
-        raise SkillError(f"{where}: must start with YAML front matter between '---' lines")
-    for i, line in enumerate(lines[1:], start=1):
-        if line.rstrip() == FENCE:
-            return "".join(lines[1:i]), "".join(lines[i + 1:])
-    raise SkillError(f"{where}: front matter is not closed with a '---' line")
-
-
-def parse_skill_md(text: str, where: Path) -> tuple[SkillMeta, str]:
-    front, body = split_front_matter(text, where)
-    try:
-        data = yaml.safe_load(front) or {}
-    except yaml.YAMLError as e:
-        raise SkillError(f"{where}: front matter is not valid YAML: {e}") from e
-    try:
-        meta = SkillMeta.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise SkillError(f"{where}: field {loc}: {first['msg']}") from e
-    return meta, body.strip() + "\n"
-
-
 def load_skill(folder: Path) -> Skill:
-    md = folder / SKILL_FILE
-    if not md.is_file():
-        raise SkillError(f"{folder}: no {SKILL_FILE}")
-    meta, body = parse_skill_md(md.read_text(encoding="utf-8"), md)
+    meta, body = read_skill_files(folder)
     if meta.name != folder.name:
-        raise SkillError(f"{md}: name {meta.name!r} differs from its folder name {folder.name!r}")
+        raise SkillError(f"{folder / SKILL_FILE}: name {meta.name!r} differs from its folder name {folder.name!r}")
     return Skill(meta=meta, body=body, path=folder)
 
 
-def render_skill_md(meta: SkillMeta, body: str) -> str:
-    front = yaml.safe_dump(meta.model_dump(mode="json", exclude_defaults=False), sort_keys=False, width=100)
-    return f"---\n{front}---\n\n{body.strip()}\n"
-
-
 def save_skill(skill: Skill) -> None:
-    atomic_write_text(skill.path / SKILL_FILE, render_skill_md(skill.meta, skill.body))
+    write_skill_files(skill.path, skill.meta, skill.body)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from meta_agent.cli import app
 from meta_agent.skills.model import SkillMeta
-from meta_agent.skills.store import render_skill_md
+from meta_agent.skills.skill_files import write_skill_files
 from tests.review.small_run import RUN_ID, Plan, build
 
 runner = CliRunner()
@@ -72,9 +72,9 @@ def test_given_a_run_directory_it_shows_that_run_with_the_skills_learned(tmp_pat
           harness=Path(repo.working_dir))
     learned = run_dir / "skills" / "cap-length"
     learned.mkdir(parents=True)
-    (learned / "SKILL.md").write_text(render_skill_md(SkillMeta(
+    write_skill_files(learned, SkillMeta(
         name="cap-length", description="Cap completion length when answers run on.",
-        provenance={"source": "llm", "run": RUN_ID, "candidate": f"{RUN_ID}/1-1"}), "## How\ncap it\n"))
+        provenance={"source": "llm", "run": RUN_ID, "candidate": f"{RUN_ID}/1-1"}), "## How\ncap it\n")
     data = _history(str(run_dir))
     assert [r["run_id"] for r in data["runs"]] == [RUN_ID]
     assert _candidates(data)["g1/c1"]["skills_learned"] == ["cap-length"]

@@ -8,7 +8,8 @@ import pytest
 
 from meta_agent.paths import seed_skills
 from meta_agent.skills.retrieve import rank
-from meta_agent.skills.store import Library, SkillSet, load_skill, render_skill_md
+from meta_agent.skills.skill_files import write_skill_files
+from meta_agent.skills.store import Library, SkillSet, load_skill
 from tests.skills.libraries import outcome
 from tests.skills.test_library import _report
 
@@ -20,7 +21,7 @@ def _twin(root: Path, name: str, wins: int, losses: int, domain: str = "math") -
                                                                          for i in range(losses)]
     meta = seed.meta.model_copy(update={"name": name, "evidence": evidence})
     (root / name).mkdir(parents=True)
-    (root / name / "SKILL.md").write_text(render_skill_md(meta, seed.body))
+    write_skill_files(root / name, meta, seed.body)
 
 
 @pytest.mark.parametrize(("winner", "loser"), [("rep-a", "rep-b"), ("rep-b", "rep-a")])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from meta_agent.paths import seed_skills
 from meta_agent.skills.model import SkillMeta
-from meta_agent.skills.store import render_skill_md
+from meta_agent.skills.skill_files import write_skill_files
 from tests.skills.libraries import layered
 
 
@@ -15,7 +15,7 @@ def _learned(root: Path, name: str, description: str, **provenance: str) -> Path
     folder.mkdir(parents=True)
     meta = SkillMeta(name=name, description=description,
                      provenance={"source": "llm", "run": "run-7", "candidate": "run-7/0-1", **provenance})
-    (folder / "SKILL.md").write_text(render_skill_md(meta, "## How\nlearned\n"))
+    write_skill_files(folder, meta, "## How\nlearned\n")
     return folder
 
 
