@@ -145,6 +145,8 @@ class SkillWritten(Event):
     TYPE: ClassVar[str] = "skill_written"
     skill: str | None
     path: str = ""
+    refused: str = ""
+    """Why a skill that was written is not published (its apply.py failed on a fresh harness)."""
 
 
 class GenerationDone(Event):

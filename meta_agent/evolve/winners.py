@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+import shutil
 import time
 
 from meta_agent.agents.base import Hypothesis, Outcome
 from meta_agent.crashpoints import crashpoint
+from meta_agent.domains import domain_entry
 from meta_agent.evolve.candidate import GenerationView, note_for, stages_of
 from meta_agent.evolve.combine import combine
 from meta_agent.evolve.context import RunContext
+from meta_agent.evolve.skill_trial import REFUSED_DIR, trial
 from meta_agent.gitops import add_note, format_message, is_merged, merge_no_ff, sync_checkout
 from meta_agent.journal import (
     CandidateCreated,
@@ -23,7 +26,7 @@ from meta_agent.journal import (
 from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
-from meta_agent.skills.store import UnknownSkill
+from meta_agent.skills.store import UnknownSkill, load_skill
 from meta_agent.training import TrainedRun
 from meta_agent.verdicts import Verdict
 
@@ -130,6 +133,17 @@ def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hyp
         verdict=v.model_dump(mode="json"), skills_dir=ctx.run_dir / "skills"))
     if folder is None:
         return SkillWritten(skill=None)
+    refused = trial(load_skill(folder), domain_entry(ctx.cfg.domain).harness_domain, sandbox=ctx.sandbox,
+                    limits=ctx.cfg.sandbox.limits(), kit_dir=ctx.kit_dir,
+                    work=ctx.run_dir / f"gen-{g:03d}" / f"cand-{k}" / "skill-trial")
+    if refused:  # kept for the user to read, where no library loads it
+        held = ctx.run_dir / "skills" / REFUSED_DIR / folder.name
+        if held.exists():
+            shutil.rmtree(held)
+        held.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(held)
+        ctx.reporter.phase(f"skill {folder.name} not published: {refused}"[:300])
+        return SkillWritten(skill=None, path=str(held), refused=refused)
     skill = ctx.skills.add(folder)
     return SkillWritten(skill=skill.name, path=str(folder))
 

@@ -84,6 +84,9 @@ def test_the_skill_writer_adds_a_skill_to_the_run_and_user_libraries(llm_run: Pa
     skill = load_skill(llm_run / "skills" / "probe-regression-tests")
     assert skill.meta.provenance["source"] == "llm" and skill.meta.provenance["candidate"] == "e2e/0-0"
     assert (llm_run.parent / "data" / "skills" / "probe-regression-tests" / "apply.py").is_file()
+    trial = llm_run / "gen-000" / "cand-0" / "skill-trial" / "harness"
+    assert trial.is_dir(), "published only after its apply.py was tried on a fresh harness"
+    assert "ANSWER_LINE.findall" in git.Repo(trial).git.show("trial:harness/math/rewards.py")
 
 
 def test_transcripts_and_usage_account_for_every_call(llm_run: Path) -> None:
