@@ -212,6 +212,9 @@ def lineage(
     check: Annotated[bool, typer.Option(help="read-only: the journal is whole (no torn tail), and the index, "
                                              "the verdict notes and the harness checkout agree with git")] = False,
     json_: Annotated[bool, typer.Option("--json", help="print the candidates and their stages as JSON")] = False,
+    html: Annotated[Path | None, typer.Option(help="write one self-contained HTML page of the run to this file "
+                                                   "(candidate tree, scores per generation, evolved vs static)")
+                    ] = None,
 ) -> None:
     """Show a run's candidates with their stages and verdicts (from the lineage index)."""
     import git
@@ -221,15 +224,20 @@ def lineage(
 
     if rebuild:
         rebuild_index(run_dir)
-    if json_:
+    if html is not None:
+        from meta_agent.report.lineage_page import write_lineage_html
+
+        console.print(f"wrote {write_lineage_html(run_dir, html)}")
+    elif json_:
         typer.echo(lineage_json(run_dir))
         return
-    table = Table("candidate", "kind", "skills", "verdict", "stage", "delta", "branch")
-    for row in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
-        delta = "" if row["delta"] is None else f"{row['delta']:+.3f}"
-        table.add_row(row["cand_id"], row["kind"], row["skills"], row["verdict"] or "running", row["stage"] or "",
-                      delta, row["branch"])
-    console.print(table)
+    else:
+        table = Table("candidate", "kind", "skills", "verdict", "stage", "delta", "branch")
+        for row in query(run_dir, "SELECT * FROM candidates ORDER BY gen, k"):
+            delta = "" if row["delta"] is None else f"{row['delta']:+.3f}"
+            table.add_row(row["cand_id"], row["kind"], row["skills"], row["verdict"] or "running",
+                          row["stage"] or "", delta, row["branch"])
+        console.print(table)
     if check:
         problems = check_run(run_dir, git.Repo(read_run_info(run_dir).harness))
         for p in problems:

@@ -7,8 +7,9 @@
 #   bubblewrap   the `bwrap` sandbox: every harness command runs in it where no Docker engine answers
 #   docker.io    the `docker` sandbox backend and its tests (the tests start a private dockerd)
 #   debootstrap  builds the docker backend's base image without an image registry
+#   chromium     the headless browser the test suite loads the lineage page in
 #
-# META_AGENT_SYSTEM_DEPS=bwrap limits this to bubblewrap (no Docker backend on this machine);
+# META_AGENT_SYSTEM_DEPS=bwrap limits this to bubblewrap (no Docker backend, no test suite: enough to run);
 # META_AGENT_SYSTEM_DEPS_PATH overrides where the commands are looked for (default: PATH + sbin).
 # `make setup` runs this first, so `make test` and `make demo` provision a fresh machine; .ci/run
 # goes through the same path.
@@ -18,13 +19,14 @@ check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
 # package -> the command that proves it is installed
-declare -A provides=([bubblewrap]=bwrap [docker.io]=dockerd [debootstrap]=debootstrap)
+declare -A provides=([bubblewrap]=bwrap [docker.io]=dockerd [debootstrap]=debootstrap [chromium]=chromium)
 declare -A why=(
   [bubblewrap]="the bwrap sandbox that runs every harness command"
   [docker.io]="the docker sandbox backend and its tests"
   [debootstrap]="building the docker backend's image without a registry"
+  [chromium]="the test that loads the lineage page in a real (headless) browser"
 )
-wanted=(bubblewrap docker.io debootstrap)
+wanted=(bubblewrap docker.io debootstrap chromium)
 [ "${META_AGENT_SYSTEM_DEPS:-all}" = "bwrap" ] && wanted=(bubblewrap)
 
 # Where the commands are looked for: PATH plus the sbin dirs a non-root PATH often lacks.
@@ -62,7 +64,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 
-echo "system-deps: installing ${missing[*]} with apt-get (about 100 MB of disk, 1-2 minutes)"
+echo "system-deps: installing ${missing[*]} with apt-get (up to about 400 MB of disk, a few minutes)"
 export DEBIAN_FRONTEND=noninteractive
 if ! apt-get update -q; then
   echo "system-deps: 'apt-get update' failed (see its error above); ${missing[*]} not installed" >&2

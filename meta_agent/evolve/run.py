@@ -2,7 +2,7 @@
 
 Finishing means: the static control arm (the initial harness trained with the same steps,
 seeds and policy chain), one evaluation of the evolved and the static policy on the sealed
-test split, a paired comparison, and summary.md / summary.json in the run dir.
+test split, a paired comparison, summary.md / summary.json and lineage.html in the run dir.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted, T
 from meta_agent.lineage import rebuild_index
 from meta_agent.policy import resolve_policy
 from meta_agent.proposers import PROPOSERS
+from meta_agent.report.lineage_page import write_run_page
 from meta_agent.report.summary import RunSummary, write_summary
 from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
 from meta_agent.sealed import fingerprint, sealed_backend
@@ -151,6 +152,7 @@ def run(ctx: RunContext) -> RunSummary:
             policy, history = Path(done.next_policy), Path(done.history)
         summary = finalize(ctx, policy)
     rebuild_index(ctx.run_dir)
+    write_run_page(ctx.run_dir, ctx.reporter.phase)
     return summary
 
 

@@ -13,7 +13,7 @@ from meta_agent.report.rollout_report import RolloutReport
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("meta_agent.report", "templates"),
-    autoescape=jinja2.select_autoescape(["html"]),
+    autoescape=jinja2.select_autoescape(["html", "html.j2"]),  # the .j2 suffix hides .html from the default
     keep_trailing_newline=True,
 )
 

@@ -94,3 +94,11 @@ def test_the_final_report_compares_evolved_with_static(reference_run: Path) -> N
     md = (reference_run / "summary.md").read_text()
     assert "static harness (same compute)" in md and "paired difference" in md
     assert len(summary["generations"]) == 2
+
+
+def test_the_run_ends_with_its_lineage_page(reference_run: Path) -> None:
+    page = (reference_run / "lineage.html").read_text()
+    for c in _data(reference_run, "candidate_created"):
+        assert f'data-cand="{c["cand_id"]}"' in page
+    assert "paired difference (evolved − static)" in page
+    assert 'href="gen-000/main/report.html"' in page  # main's training report, linked relatively

@@ -38,11 +38,14 @@ class Plan:
     k: int
     promoted: bool
     fails_at: str = "train"
+    title: str = ""
+    """the hypothesis title (default: a plain one naming the slot)."""
 
 
 def _hypothesis(p: Plan) -> Hypothesis:
     return Hypothesis(
-        title=f"Shape reward g{p.g} c{p.k}", failure_mode="truncated", evidence=f"42% truncated in gen {p.g}",
+        title=p.title or f"Shape reward g{p.g} c{p.k}", failure_mode="truncated",
+        evidence=f"42% truncated in gen {p.g}",
         evidence_rollouts=[f"r-{p.g}-{p.k}", "r-missing"], intervention=f"cap the length, variant {p.k}",
         kind="performance", skills_used=["overlong-shaping"])
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "system-deps.sh"
-COMMANDS = ("bwrap", "dockerd", "debootstrap")
+COMMANDS = ("bwrap", "dockerd", "debootstrap", "chromium")
 
 
 def _path_without_sandbox_tools(tmp_path: Path, keep_apt: bool = True) -> str:
-    """A PATH holding every command of this machine except the three the script provisions (and apt-get)."""
+    """A PATH holding every command of this machine except those the script provisions (and apt-get)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for directory in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
@@ -73,10 +73,10 @@ def test_without_root_it_names_what_to_install_and_installs_nothing(root_only: N
     path = _path_without_sandbox_tools(public_tmp)
     result = _run(path, user=65534, tmp=public_tmp)
     assert result.returncode == 1
-    for package in ("bubblewrap", "docker.io", "debootstrap"):
+    for package in ("bubblewrap", "docker.io", "debootstrap", "chromium"):
         assert package in result.stderr
     assert "not root" in result.stderr
-    assert "sudo apt-get install -y bubblewrap docker.io debootstrap" in result.stderr
+    assert "sudo apt-get install -y bubblewrap docker.io debootstrap chromium" in result.stderr
     assert "installing" not in result.stdout
 
 
@@ -84,7 +84,7 @@ def test_bwrap_alone_can_be_asked_for(root_only: None, public_tmp: Path) -> None
     path = _path_without_sandbox_tools(public_tmp)
     result = _run(path, user=65534, env={"META_AGENT_SYSTEM_DEPS": "bwrap"}, tmp=public_tmp)
     assert result.returncode == 1
-    assert "bubblewrap" in result.stderr and "docker.io" not in result.stderr
+    assert "bubblewrap" in result.stderr and "docker.io" not in result.stderr and "chromium" not in result.stderr
 
 
 def test_without_apt_get_it_says_so(root_only: None, tmp_path: Path) -> None:
@@ -123,5 +123,5 @@ def test_missing_packages_are_installed_with_the_real_apt_get(root_only: None, t
     path a fresh machine takes: detection, `apt-get update`, `apt-get install`, and the dpkg check after."""
     result = _run(_path_without_sandbox_tools(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "installing bubblewrap docker.io debootstrap" in result.stdout
-    assert "installed bubblewrap docker.io debootstrap" in result.stdout
+    assert "installing bubblewrap docker.io debootstrap chromium" in result.stdout
+    assert "installed bubblewrap docker.io debootstrap chromium" in result.stdout
