@@ -48,7 +48,7 @@ def score_plot(generations: list[GenerationNode]) -> ScorePlot:
     if not done:
         return ScorePlot(points=[], y_ticks=[])
     lo = min(min(g.low for g in done if g.low is not None), 0.0)
-    hi = max(max(g.high for g in done if g.high is not None), lo + 1e-6)
+    hi = max(max(g.high for g in done if g.high is not None), lo + 0.2)  # flat scores still get a readable axis
     inner_w, inner_h = WIDTH - 2 * MARGIN, HEIGHT - 2 * MARGIN
 
     def y(v: float) -> float:
