@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from meta_agent.gitops import export_tree, init_harness
 from meta_agent.paths import seed_skills
 from meta_agent.skills.model import Evidence
-from meta_agent.skills.store import Library, SkillSet
+from meta_agent.skills.runner import ApplyOutcome, prepare_kit, run_apply
+from meta_agent.skills.store import Library, SkillSet, load_skill
+from sandboxes import Mount, Sandbox
 
 
 def layered(root: Path) -> SkillSet:
@@ -21,3 +24,13 @@ def outcome(i: int, domain: str, verdict: str = "rejected") -> Evidence:
         run=f"run-{domain}-{i}", harness_repo="/h", commit=f"c{i}", domain=domain, metric="selection_delta",
         delta=0.1 if verdict == "promoted" else -0.1, ci=[-0.2, 0.2], verdict=verdict, stage="gate",
         date="2026-11-01"))
+
+
+def apply_twice(sandbox: Sandbox, root: Path, name: str) -> tuple[ApplyOutcome, ApplyOutcome, Path]:
+    """Apply the seed skill `name` to a fresh math harness twice in one sandbox session: (first, second,
+    the harness folder)."""
+    skill = load_skill(seed_skills() / name)
+    work = export_tree(init_harness(root / "harness", "math"), "HEAD", root / "work")
+    kit = prepare_kit(root / "kit")
+    with sandbox.open(work, mounts=[Mount(kit), Mount(skill.path)]) as session:
+        return run_apply(session, kit, skill, work, {}), run_apply(session, kit, skill, work, {}), work

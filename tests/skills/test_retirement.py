@@ -6,15 +6,11 @@ from pathlib import Path
 
 from meta_agent.backtest.gate import decide
 from meta_agent.config import GateSettings
-from meta_agent.gitops import export_tree, init_harness
-from meta_agent.paths import seed_skills
 from meta_agent.skills.evidence import evidence_verdict, record
 from meta_agent.skills.retrieve import rank
-from meta_agent.skills.runner import prepare_kit, run_apply
-from meta_agent.skills.store import load_skill
 from meta_agent.verdicts import StageResult
-from sandboxes import Mount, Sandbox
-from tests.skills.libraries import layered, outcome
+from sandboxes import Sandbox
+from tests.skills.libraries import apply_twice, layered, outcome
 from tests.skills.test_library import _report
 
 
@@ -41,13 +37,8 @@ def test_losses_in_different_domains_do_not_add_up(tmp_path: Path) -> None:
 
 
 def test_a_reapplied_skill_counts_as_not_applicable_never_as_a_loss(sandbox: Sandbox, tmp_path: Path) -> None:
-    skill = load_skill(seed_skills() / "dynamic-sampling")
-    repo = init_harness(tmp_path / "harness", "math")
-    work = export_tree(repo, "HEAD", tmp_path / "work")
-    kit = prepare_kit(tmp_path / "kit")
-    with sandbox.open(work, mounts=[Mount(kit), Mount(skill.path)]) as session:
-        assert run_apply(session, kit, skill, work, {}).ok
-        again = run_apply(session, kit, skill, work, {})
+    first, again, _work = apply_twice(sandbox, tmp_path, "dynamic-sampling")
+    assert first.ok
     stages = [StageResult(stage="implement", passed=again.ok, reason=again.reason)]
     verdict = decide("r/0-0", "performance", stages, 0.0, GateSettings())
     assert evidence_verdict(verdict) == "not_applicable"

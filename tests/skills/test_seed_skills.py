@@ -23,6 +23,7 @@ from meta_agent.paths import seed_skills
 from meta_agent.skills.runner import prepare_kit, run_apply
 from meta_agent.skills.store import Library, load_skill
 from sandboxes import Mount, Sandbox
+from tests.skills.libraries import apply_twice
 
 pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
@@ -137,12 +138,7 @@ def test_seed_skill_changes_behaviour_as_claimed(name: str, sandbox: Sandbox, tm
 
 
 def test_applying_a_skill_twice_is_reported_not_duplicated(sandbox: Sandbox, tmp_path: Path) -> None:
-    skill = load_skill(seed_skills() / "dynamic-sampling")
-    repo = init_harness(tmp_path / "harness", "math")
-    work = export_tree(repo, "HEAD", tmp_path / "work")
-    kit = prepare_kit(tmp_path / "kit")
-    with sandbox.open(work, mounts=[Mount(kit), Mount(skill.path)]) as session:
-        assert run_apply(session, kit, skill, work, {}).ok
-        second = run_apply(session, kit, skill, work, {})
+    first, second, work = apply_twice(sandbox, tmp_path, "dynamic-sampling")
+    assert first.ok
     assert not second.ok and "already applied" in second.reason
     assert (work / "harness" / "filters.py").read_text().count("def drop_zero_variance") == 1
