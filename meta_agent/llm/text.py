@@ -9,7 +9,6 @@ later call, so an unbounded one costs tokens on every turn.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 CUT = "\n[... {n:,} characters cut by meta-agent{hint} ...]\n"
@@ -18,17 +17,6 @@ CUT = "\n[... {n:,} characters cut by meta-agent{hint} ...]\n"
 def clean_text(text: str) -> str:
     """`text` with lone surrogates replaced by U+FFFD (everything else unchanged)."""
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
-
-
-def clean(value: Any) -> Any:
-    """`clean_text` applied to every string inside nested dicts and lists (keys included)."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        return {clean(k): clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean(v) for v in value]
-    return value
 
 
 def bound(text: str, limit: int, hint: str = "") -> str:
