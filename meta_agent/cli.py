@@ -14,6 +14,7 @@ from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
 from meta_agent.domains import DOMAINS
 from meta_agent.proposers import PROPOSERS
+from meta_agent.tracking import Tracker
 from sandboxes import BACKENDS
 
 app = App(
@@ -52,6 +53,9 @@ def _options(
 DomainOpt = Annotated[str, typer.Option("--domain", "-d", help=DOMAINS.describe())]
 OptDomainOpt = Annotated[str | None, typer.Option("--domain", "-d", help=f"{DOMAINS.describe()}; default math")]
 SandboxOpt = Annotated[str | None, typer.Option("--sandbox", help=f"auto | {BACKENDS.describe()}")]
+TrackerOpt = Annotated[Tracker | None, typer.Option(
+    "--tracker", metavar="<tracker>", help="none (default) | tensorboard | trackio | mlflow: training and "
+                                           "per-generation metrics as local files (docs/tracking.md)")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
 
 
@@ -79,6 +83,7 @@ def rollout(
     seed: Annotated[int | None, typer.Option(help="training seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-rollout-<domain>)")] = None,
     sandbox_name: SandboxOpt = None,
+    tracker: TrackerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Train the policy N GRPO steps under a harness (sandboxed) and write a rollout report."""
@@ -89,7 +94,8 @@ def rollout(
     if sandbox_name:
         file_values.setdefault("sandbox", {})["backend"] = sandbox_name
     cfg = build(RolloutConfig, file_values, {"domain": domain, "harness": harness, "policy": policy,
-                                             "steps": steps, "seed": seed, "run_dir": run_dir})
+                                             "steps": steps, "seed": seed, "run_dir": run_dir,
+                                             "tracker": tracker})
     run_dir_done, trained = run_rollout(cfg, console)
     r = trained.report
     console.print(f"\nreward {r.reward_mean:.3f} · truncated {100 * r.truncation_rate:.0f}% · "
@@ -156,6 +162,7 @@ def evolve(
     budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
     seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-evolve-<domain>)")] = None,
+    tracker: TrackerOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Evolve a training harness while the policy trains: diagnose, propose, backtest, merge winners.
@@ -181,7 +188,7 @@ def evolve(
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "proposer": proposer, "skills": skills or None,
-        "control": control, "seed": seed, "run_dir": run_dir})
+        "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker})
     run_evolve(cfg, console)
 
 
@@ -191,6 +198,7 @@ def resume(
     budget_minutes: Annotated[float | None, typer.Option(help="a new wall-clock budget")] = None,
     llm_tokens: Annotated[int | None, typer.Option(help="a new total LLM token budget (usage so far counts)")] = None,
     llm_dollars: Annotated[float | None, typer.Option(help="a new total LLM dollar budget")] = None,
+    tracker: TrackerOpt = None,
 ) -> None:
     """Continue an interrupted evolve run (killed, crashed or out of budget) where it stopped.
 
@@ -201,7 +209,9 @@ def resume(
 
     budget = {k: v for k, v in (("wall_minutes", budget_minutes), ("llm_tokens", llm_tokens),
                                 ("llm_dollars", llm_dollars)) if v}
-    overrides = {"budget": budget}
+    overrides: dict[str, object] = {"budget": budget}
+    if tracker:
+        overrides["tracker"] = tracker
     run_evolve(load_for_resume(run_dir.resolve(), overrides), console, resume=True)
 
 
@@ -246,6 +256,29 @@ def lineage(
                       else f"{len(problems)} mismatches")
         if problems:
             raise typer.Exit(1)
+
+
+@app.command()
+def track(
+    run_dir: Annotated[Path, typer.Argument(help="an evolve run directory (finished or not)")],
+    tracker: Annotated[Tracker, typer.Option("--tracker", help="which tracker's files to write")] = "tensorboard",
+) -> None:
+    """Write a run's metrics to RUN/tracker/BACKEND (as `evolve --tracker` does after every generation).
+
+    Per generation: main's selection score and CI, the noise floor, candidates proposed, promoted,
+    rejected and merged with their deltas, time and LLM spend; per training run its optimizer steps;
+    at the end evolved vs static on the test split. Prints the command that opens them.
+    """
+    from meta_agent.tracking.export import check_available, sync_tracker, viewer_hint
+
+    if tracker == "none":
+        raise typer.BadParameter("choose tensorboard, trackio or mlflow", param_hint="--tracker")
+    check_available(tracker)
+    problem = sync_tracker(run_dir.resolve(), tracker)
+    if problem:
+        console.print(f"[red]error:[/] {problem}")
+        raise typer.Exit(1)
+    console.print(viewer_hint(run_dir, tracker))
 
 
 @app.command()

@@ -16,6 +16,7 @@ from meta_agent.backtest.gate import GateSettings
 from meta_agent.domains import BUILTIN, DOMAINS, domain_entry
 from meta_agent.errors import UserError
 from meta_agent.proposers import PROPOSERS
+from meta_agent.tracking import Tracker
 from sandboxes import BACKENDS, Limits
 
 
@@ -66,6 +67,8 @@ class RunConfig(_DomainSections):
     seed: int = 0
     run_dir: Path | None = Field(None, description="default: runs/<timestamp>-<command>-<domain>")
     sandbox: SandboxSettings = SandboxSettings()
+    tracker: Tracker = Field("none", description="experiment tracker for training and generation metrics, as "
+                                                 "local files: none, tensorboard, trackio or mlflow")
     plugin: dict[str, Any] = Field(default_factory=dict,
                                    description="settings of a plugin domain (--domain module:Class)")
 

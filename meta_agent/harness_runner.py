@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,11 +123,12 @@ class HarnessRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, verb: str, args: Sequence[str], timeout: float | None = None) -> RunResult:
+    def _run(self, verb: str, args: Sequence[str], timeout: float | None = None,
+             env: Mapping[str, str] | None = None) -> RunResult:
         result = self.session.run(
             [sys.executable, "-m", "harness", verb, *args],
             timeout=timeout,
-            env={"HARNESS_COMMIT": self.commit},
+            env={**(env or {}), "HARNESS_COMMIT": self.commit},
         )
         if not result.ok:
             raise HarnessError(verb, result.describe_failure())
@@ -160,13 +161,15 @@ class HarnessRunner:
         history: Path | None = None,
         timeout: float | None = None,
         on_step: Callable[[int], None] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> TrainOutput:
+        """`harness train`; `env` adds variables (e.g. a tracker's, see meta_agent.tracking.sandbox_env)."""
         args = ["--policy", str(policy), "--steps", str(steps), "--seed", str(seed), "--out", str(out),
                 "--tasks", str(tasks), "--progress"]
         if history is not None:
             args += ["--history", str(history)]
         with _watch_steps(out / "metrics.jsonl.partial", on_step):
-            result = self._run("train", args, timeout)
+            result = self._run("train", args, timeout, env)
         try:
             output = TrainOutput(
                 out_dir=out,

@@ -17,11 +17,13 @@ from meta_agent.progress import progress_bar
 from meta_agent.report.render import write_report
 from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
 from meta_agent.sealed import sealed_backend
+from meta_agent.tracking.export import check_available
 from meta_agent.training import TrainedRun, train_commit, write_train_tasks
 
 
 def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]:
     run_dir = (cfg.run_dir or default_run_dir("rollout", cfg.domain)).resolve()
+    check_available(cfg.tracker)
     if (run_dir / "train" / "report.json").exists():
         raise RunDirError(f"{run_dir} already holds a finished rollout; pass a new --run-dir")
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -45,7 +47,7 @@ def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]
         trained = train_commit(
             repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=cfg.sandbox.limits(),
             policy=policy, root_policy=policy, steps=cfg.steps, seed=cfg.seed, work_dir=run_dir / "work",
-            out_dir=out_dir, tasks_file=tasks_file, train_timeout=cfg.sandbox.train_timeout_s,
+            out_dir=out_dir, tasks_file=tasks_file, train_timeout=cfg.sandbox.train_timeout_s, tracker=cfg.tracker,
             on_step=lambda n: progress.update(bar, completed=n),
         )
         progress.update(bar, completed=cfg.steps)

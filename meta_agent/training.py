@@ -30,6 +30,8 @@ from meta_agent.gitops import export_tree
 from meta_agent.harness_runner import HarnessRunner, TrainOutput
 from meta_agent.policy import base_model_of
 from meta_agent.report.rollout_report import RolloutReport, build_report
+from meta_agent.tracking import Tracker
+from meta_agent.tracking.sandbox_env import tracker_env
 from meta_agent.untrusted_files import is_regular_file, read_bytes
 from sandboxes import Limits, Sandbox
 
@@ -119,6 +121,7 @@ def train_commit(
     train_timeout: float | None = None,
     on_step: Callable[[int], None] | None = None,
     diagnose_commit: str | None = None,
+    tracker: Tracker = "none",
 ) -> TrainedRun:
     """Train `policy` for `steps` under harness@commit; all harness code runs in `sandbox`.
 
@@ -134,7 +137,8 @@ def train_commit(
     with HarnessRunner(sandbox, workdir, commit=commit, readable=readable, writable=[out_dir],
                        limits=limits) as runner:
         output = runner.train(policy=policy, steps=steps, seed=seed, out=out_dir, tasks=tasks_file,
-                              history=history, timeout=train_timeout, on_step=on_step)
+                              history=history, timeout=train_timeout, on_step=on_step,
+                              env=tracker_env(tracker, out_dir))
         write_jsonl(verified_file, label_rollouts(domain, output.rollouts, tasks))
         if diagnose_commit in (None, commit):
             runner.diagnose(rollouts=verified_file, tasks=tasks_file, out=out_dir / DIAGNOSE)

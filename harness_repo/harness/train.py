@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,6 +21,18 @@ from harness.io import JsonlAppender, harness_commit, read_tasks, write_json
 from harness.policy import load_policy as load
 from harness.policy import save_checkpoint, training_dtype
 from harness.trainer import HarnessGRPOTrainer, HarnessScorer, MetricsCallback
+
+
+def tracking() -> dict[str, Any]:
+    """TRL's `report_to`, as `meta-agent --tracker` asks through HARNESS_REPORT_TO (default: none).
+
+    meta-agent also sets the backend's own variables so that its files land under this run's --out.
+    """
+    backend = os.environ.get("HARNESS_REPORT_TO", "none")
+    if backend == "none":
+        return {"report_to": []}
+    return {"report_to": [backend], "run_name": os.environ.get("HARNESS_RUN_NAME", "train"),
+            "project": "meta-agent", "trackio_static_space_id": False}
 
 
 def grpo_args(cfg: HarnessConfig, steps: int, seed: int, output_dir: str) -> GRPOConfig:
@@ -48,7 +62,7 @@ def grpo_args(cfg: HarnessConfig, steps: int, seed: int, output_dir: str) -> GRP
         shuffle_dataset=False,  # the curriculum already ordered the tasks
         logging_steps=1,
         save_strategy="no",
-        report_to=[],
+        **tracking(),
         seed=seed,
         disable_tqdm=True,
         remove_unused_columns=False,

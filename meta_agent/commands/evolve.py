@@ -49,6 +49,10 @@ def run_evolve(cfg: EvolveConfig, console: Console, resume: bool = False) -> Pat
                           f"[bold]meta-agent resume {ctx.run_dir}[/] (optionally with a new --budget-minutes).")
             raise SystemExit(3) from None
     print_summary(console, summary, ctx.run_dir)
+    if cfg.tracker != "none":
+        from meta_agent.tracking.export import viewer_hint
+
+        console.print(viewer_hint(ctx.run_dir, cfg.tracker))
     return ctx.run_dir
 
 

@@ -92,5 +92,5 @@ class RunContext:
         sb = self.cfg.sandbox
         return dict(domain=self.domain, sandbox=self.sandbox, limits=sb.limits(), policy=policy,
                     root_policy=self.root_policy, steps=self.cfg.steps, seed=seed, tasks_file=self.tasks_file,
-                    history=history, train_timeout=sb.train_timeout_s,
+                    history=history, train_timeout=sb.train_timeout_s, tracker=self.cfg.tracker,
                     on_step=lambda _n: self.reporter.training_step())

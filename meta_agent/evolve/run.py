@@ -38,6 +38,7 @@ from meta_agent.sealed import fingerprint, sealed_backend
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.skills.store import SkillSet, default_skill_set
 from meta_agent.stats import Interval, paired_bootstrap_ci
+from meta_agent.tracking.export import check_available, sync_tracker
 from meta_agent.training import write_train_tasks
 
 LOCK_FILE = "meta-agent.lock"
@@ -94,6 +95,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     """A run's context: set up (run.json first, then the harness repo, then `run/start`, each safe to
     redo after a kill), or picked up again, with what loading had to repair in `ctx.repairs`."""
     run_dir = (cfg.run_dir or default_run_dir("evolve", cfg.domain)).resolve()
+    check_available(cfg.tracker)
     if not resume and (run_dir / "events.jsonl").exists():
         raise RunDirError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -150,10 +152,20 @@ def run(ctx: RunContext) -> RunSummary:
         for g in range(ctx.cfg.generations):
             done = Generation(ctx, g, policy, history).run()
             policy, history = Path(done.next_policy), Path(done.history)
+            _track(ctx)
         summary = finalize(ctx, policy)
     rebuild_index(ctx.run_dir)
     write_run_page(ctx.run_dir, ctx.reporter.phase)
+    _track(ctx)
     return summary
+
+
+def _track(ctx: RunContext) -> None:
+    """Rebuild RUN/tracker/<backend>/ from the journal; a tracker that fails costs its files, not the run."""
+    problem = sync_tracker(ctx.run_dir, ctx.cfg.tracker)
+    if problem:
+        ctx.reporter.phase(f"tracker: {problem}; the run goes on (`meta-agent track {ctx.run_dir} "
+                           f"--tracker {ctx.cfg.tracker}` retries)")
 
 
 def _static_arm(ctx: RunContext) -> Path:

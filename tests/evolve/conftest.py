@@ -43,8 +43,10 @@ def meta_agent(*args: str, data_dir: Path, timeout: float = 900) -> subprocess.C
 
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One uninterrupted evolve run: the end-to-end assertions and the resume comparison both use it."""
+    """One uninterrupted evolve run: the end-to-end assertions and the resume comparison both use it.
+    It reports to TensorBoard (a tracker changes no decision: the resumed runs compared with it use none)."""
     run_dir = tmp_path_factory.mktemp("evolve") / "reference"
-    res = meta_agent("evolve", "--config", str(tiny_config(run_dir)), data_dir=run_dir.parent / "data")
+    res = meta_agent("evolve", "--config", str(tiny_config(run_dir)), "--tracker", "tensorboard",
+                     data_dir=run_dir.parent / "data")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run_dir

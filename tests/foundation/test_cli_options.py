@@ -24,6 +24,7 @@ def test_version_prints_the_package_version() -> None:
 @pytest.mark.parametrize(("args", "choices"), [
     (["eval", "--split", "train"], ["selection", "test"]),
     (["evolve", "--control", "dynamic"], ["static", "none"]),
+    (["evolve", "--tracker", "wandb"], ["none", "tensorboard", "trackio", "mlflow"]),
     (["tasks", "import", "x.jsonl", "--split", "half"], ["keep", "auto", "train", "selection", "test"]),
 ])
 def test_a_choice_option_refuses_other_values_and_names_the_choices(args: list[str], choices: list[str]) -> None:

@@ -1,0 +1,10 @@
+"""`python -m meta_agent.tracking RUN BACKEND`: the child process of `sync_tracker`."""
+
+import sys
+from pathlib import Path
+
+from meta_agent.tracking.export import export_run
+
+if __name__ == "__main__":
+    run_dir, tracker = Path(sys.argv[1]), sys.argv[2]
+    export_run(run_dir, tracker)  # type: ignore[arg-type]
