@@ -102,6 +102,9 @@ def rollout(
                   f"zero-variance groups {r.zero_variance_groups}/{r.groups} · "
                   f"dominant failure modes: {', '.join(r.dominant) or 'none'}")
     console.print(f"report: [bold]{run_dir_done / 'train' / 'report.md'}[/] and report.html")
+    if cfg.tracker != "none":
+        console.print(f"TRL's {cfg.tracker} files: {run_dir_done / 'train' / 'tracker'} "
+                      f"(docs/tracking.md says how to open them)")
 
 
 @app.command(name="eval")

@@ -26,6 +26,7 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree
 from meta_agent.journal import CandidateCreated, StageDone, VerdictRecorded
+from meta_agent.report.render import write_report
 from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
 
@@ -165,7 +166,7 @@ class CandidateRun:
     def _train(self, commit: str) -> StageResult:
         ctx = self.ctx
         out = fresh_dir(self.dir / "train")
-        stage, _run, result = run_train_stage(
+        stage, trained, result = run_train_stage(
             repo=ctx.repo, commit=commit, main_commit=self.gen.main_before, domain=ctx.domain,
             control=self.gen.control, guard_labels=self.gen.guard_labels,
             level=ci_level(ctx.cfg.gate, ctx.cfg.candidates),
@@ -174,6 +175,8 @@ class CandidateRun:
             out_dir=out, work_dir=self.dir / "work-train", eval_limit=ctx.cfg.selection_limit,
             root_policy=ctx.root_policy, seed=self.gen.seed,
         )
+        if trained is not None:  # the lineage page links each backtest's report beside main's
+            write_report(trained.report, out)
         if result is not None:
             atomic_write_text(self.dir / "eval.json", result.model_dump_json(indent=2))
         return stage

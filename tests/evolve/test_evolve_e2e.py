@@ -102,3 +102,8 @@ def test_the_run_ends_with_its_lineage_page(reference_run: Path) -> None:
         assert f'data-cand="{c["cand_id"]}"' in page
     assert "paired difference (evolved − static)" in page
     assert 'href="gen-000/main/report.html"' in page  # main's training report, linked relatively
+    backtests = sorted(reference_run.glob("gen-*/cand-*/train"))
+    assert backtests, "the reference run has candidates that reached the training backtest"
+    for out in backtests:  # and each backtest's own report, beside it
+        assert (out / "report.html").is_file()
+        assert f'href="{out.relative_to(reference_run).as_posix()}/report.html"' in page

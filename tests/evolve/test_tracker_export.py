@@ -36,7 +36,8 @@ def test_evolve_with_tensorboard_writes_generations_and_every_training_run(refer
     assert {"gen-000/main", "gen-001/main"} <= trained
     assert any(name.endswith("/train") for name in trained), "candidate backtests are tracked too"
     # TRL's own callback wrote into each training run's dir, from inside the sandbox.
-    assert tensorboard_dirs(reference_run / "gen-000" / "main" / "tracker")
+    [trl_dir] = tensorboard_dirs(reference_run / "gen-000" / "main" / "tracker")
+    assert [step for step, _ in tensorboard_scalars(trl_dir)["train/loss"]] == [1]  # train_steps: 1
 
 
 def test_track_exports_a_finished_run_to_mlflow_and_trackio(reference_run: Path, tmp_path: Path) -> None:
