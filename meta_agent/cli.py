@@ -160,6 +160,9 @@ def evolve(
     llm_dollars: Annotated[float | None, typer.Option(help="hard LLM dollar budget for the run")] = None,
     skills: Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")] = None,
     sandbox_name: SandboxOpt = None,
+    repair_turns: Annotated[int | None, typer.Option(
+        help="times a candidate that failed static or replay goes back to its proposer with the failure "
+             "(default 2; the LLM proposer repairs, the skills proposer does not)")] = None,
     control: Annotated[Literal["static", "none"] | None, typer.Option(
         help="static (default): also train the unchanged harness and compare at the end")] = None,
     budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
@@ -191,7 +194,7 @@ def evolve(
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "proposer": proposer, "skills": skills or None,
-        "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker})
+        "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
     run_evolve(cfg, console)
 
 

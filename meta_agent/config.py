@@ -133,6 +133,8 @@ class EvolveConfig(RunConfig):
     noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
     noise_refresh: int = Field(3, ge=1, description="re-measure the noise floor after this many generations, or "
                                                     "sooner when main's selection score moved by more than it")
+    repair_turns: int = Field(2, ge=0, le=5, description="times a candidate that failed static or replay goes "
+                                                          "back to its proposer with the failure (LLM proposer)")
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()

@@ -128,6 +128,26 @@ class Combined(Event):
     reason: str = ""
 
 
+class Repaired(Event):
+    """A repair turn: the proposer revised a candidate that failed static or replay, shown the failure.
+    A new commit goes on the same branch (the failed attempt stays in its history); None: no revision."""
+
+    TYPE: ClassVar[str] = "repaired"
+    cand_id: str
+    attempt: int = Field(ge=1)
+    failed_stage: str
+    commit: str | None
+    reason: str
+    summary: str = ""
+    implement_seconds: float = 0.0
+
+
+def with_repairs(log: Any, created: CandidateCreated) -> CandidateCreated:
+    """The candidate as it stands: its commit is the last repair's, when a repair made one."""
+    commits = [r.commit for r in log.of_type(Repaired) if r.cand_id == created.cand_id and r.commit]
+    return created.model_copy(update={"commit": commits[-1]}) if commits else created
+
+
 class Merged(Event):
     TYPE: ClassVar[str] = "merged"
     cand_id: str
@@ -183,7 +203,7 @@ class RunDone(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
     RunStarted, GenerationStarted, CommitTime, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed,
-    CandidateCreated, StageDone, VerdictRecorded, Combined, Merged, SkillEvidence, SkillWritten, GenerationDone,
-    FinalEval, RunDone,
+    CandidateCreated, StageDone, VerdictRecorded, Combined, Repaired, Merged, SkillEvidence, SkillWritten,
+    GenerationDone, FinalEval, RunDone,
 )}
 """Type name in the file -> model; every event the loop writes is one of these."""

@@ -22,10 +22,12 @@ from meta_agent.journal import (
     Event,
     GenerationDone,
     Merged,
+    Repaired,
     RunDone,
     RunStarted,
     StageDone,
     VerdictRecorded,
+    with_repairs,
 )
 from meta_agent.review.prune import archived
 
@@ -77,6 +79,8 @@ def _apply(db: sqlite3.Connection, e: Event) -> None:
         db.execute("INSERT OR REPLACE INTO candidates (cand_id, run_id, gen, k, branch, commit_sha, title, kind, "
                    "skills) VALUES (?,?,?,?,?,?,?,?,?)",
                    (e.cand_id, e.run_id, e.gen, e.k, e.branch, e.commit, e.title, e.kind, ",".join(e.skills)))
+    elif isinstance(e, Repaired) and e.commit:
+        db.execute("UPDATE candidates SET commit_sha=? WHERE cand_id=?", (e.commit, e.cand_id))
     elif isinstance(e, StageDone):
         db.execute("INSERT OR REPLACE INTO stages VALUES (?,?,?,?,?,?)",
                    (e.cand_id, e.stage, int(e.passed), e.reason, e.seconds, json.dumps(e.metrics, sort_keys=True)))
@@ -157,7 +161,7 @@ def check_run(run_dir: Path, repo: git.Repo) -> list[str]:
     status = [row["status"] for row in query(run_dir, "SELECT status FROM runs")]
     if log.of_type(RunDone) and status != ["done"]:
         problems.append("the index says the run is not done but the journal finished it: rebuild with --rebuild")
-    created = {c.cand_id: c for c in log.of_type(CandidateCreated)}
+    created = {c.cand_id: with_repairs(log, c) for c in log.of_type(CandidateCreated)}
     final = {v.cand_id: v for v in log.of_type(VerdictRecorded)}
     for cand_id, v in final.items():
         commit = created[cand_id].commit if cand_id in created else None

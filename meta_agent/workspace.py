@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from meta_agent.agents.base import Hypothesis, Implementation, Proposer, Workspace
+from meta_agent.agents.base import Failure, Hypothesis, Implementation, Proposer, Workspace
 from meta_agent.errors import ContractError
 from meta_agent.gitops import commit_dir, export_tree, format_message
 from meta_agent.untrusted_files import read_bytes
@@ -99,14 +99,25 @@ def implement(
     when: str | None,
     rollouts: Path | None = None,
     tasks: Path | None = None,
+    failure: Failure | None = None,
 ) -> tuple[str | None, Implementation]:
-    """Let the proposer edit an export of `base`; commit the result on `branch`. (commit or None, outcome)."""
+    """Let the proposer edit an export of `base`; commit the result on `branch`. (commit or None, outcome).
+
+    With `failure`, a repair turn: `base` is the candidate's failed commit (on `branch` already) and the
+    proposer's `repair` revises it; the branch keeps the failed attempt when nothing comes of it.
+    """
     path = export_tree(repo, base, work)
     extra = [p.parent for p in (rollouts, tasks) if p is not None]
     mounts = [Mount(kit_dir.resolve())] + [Mount(p.resolve()) for p in [*readable, *extra] if p.exists()]
     with sandbox.open(path, mounts=mounts, limits=limits) as session:
         ws = Workspace(path=path, session=session, kit_dir=kit_dir.resolve(), rollouts=rollouts, tasks=tasks)
-        outcome = proposer.implement(hypothesis, ws)
+        repair = getattr(proposer, "repair", None)
+        if failure is None:
+            outcome = proposer.implement(hypothesis, ws)
+        elif repair is None:
+            outcome = Implementation(ok=False, reason=f"{proposer.name} makes no repairs")
+        else:
+            outcome = repair(hypothesis, ws, failure)
     if not outcome.ok:
         return None, outcome
     _drop_nested_git(path)
@@ -117,6 +128,7 @@ def implement(
     message = format_message(hypothesis.title, body, candidate_trailers(hypothesis, cand_id))
     commit = commit_dir(repo, path, base, branch, message, when=when)
     if commit == base:
-        repo.git.update_ref("-d", f"refs/heads/{branch}")
+        if failure is None:
+            repo.git.update_ref("-d", f"refs/heads/{branch}")
         return None, Implementation(ok=False, reason=f"the implementation changed nothing ({outcome.summary})")
     return commit, outcome

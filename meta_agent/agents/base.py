@@ -73,9 +73,26 @@ class Workspace:
     """The training tasks file, readable in the session."""
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Why the backtest rejected a candidate's last attempt: what a repair turn is shown."""
+
+    stage: str
+    """static or replay"""
+    reason: str
+    """The stage's own words (selftest's error lines, the replay's finding), bounded."""
+    attempt: int
+    """1 for the first repair turn."""
+
+
 class Proposer(Protocol):
     """Turns a rollout report into hypotheses and implements them. A class registered in `PROPOSERS`
-    (or named as `module:Class`) is built with `Class.from_config(cfg, skills, run_dir)`."""
+    (or named as `module:Class`) is built with `Class.from_config(cfg, skills, run_dir)`.
+
+    A proposer may also define `repair(hypothesis, workspace, failure: Failure) -> Implementation`:
+    the workspace then holds its failed attempt, and a revision is committed on the same branch and
+    backtested again (up to `repair_turns` times). One without it gets no repair turns.
+    """
 
     name: str
 

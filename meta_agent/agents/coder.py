@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from meta_agent.agents.base import Hypothesis, Implementation, Workspace
+from meta_agent.agents.base import Failure, Hypothesis, Implementation, Workspace
 from meta_agent.agents.coder_tools import CoderTools, Committed, GaveUp, ListArgs, ReadArgs
 from meta_agent.agents.prompts import load_prompt
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
@@ -52,16 +52,30 @@ class Coder:
 
     def implement(self, h: Hypothesis, ws: Workspace, run_id: str) -> Implementation:
         stem, scope = session_name(ws, h)
-        transcript = Transcript(self.transcripts / f"{stem}.jsonl", agent="coder", model=self.client.model,
-                                meta={"run": run_id, "hypothesis": h.title, "workspace": str(ws.path)})
         tools = CoderTools(ws)
         readme = tools.read_file(ReadArgs(path="README.md"))
-        files = tools.list_files(ListArgs())
         user = load_prompt(
             "coder_user", run_id=run_id, title=h.title, kind=h.kind, failure_mode=h.failure_mode, evidence=h.evidence,
             intervention=h.intervention, predicted=h.predicted_text(), new_labels=", ".join(h.new_labels) or "none",
-            readme=readme.text if readme.ok else "(no README.md)", files=files.text,
+            readme=readme.text if readme.ok else "(no README.md)", files=tools.list_files(ListArgs()).text,
             skills=skills_text(self.skills, h.skills_used))
+        return self._session(h, ws, run_id, stem, scope, tools, user)
+
+    def repair(self, h: Hypothesis, ws: Workspace, run_id: str, failure: Failure) -> Implementation:
+        """A repair turn: the workspace holds the failed attempt; the prompt leads with why it failed."""
+        stem, scope = session_name(ws, h)
+        tools = CoderTools(ws)
+        user = load_prompt(
+            "coder_repair", attempt=failure.attempt, run_id=run_id, stage=failure.stage, failure=failure.reason,
+            title=h.title, kind=h.kind, failure_mode=h.failure_mode, evidence=h.evidence,
+            intervention=h.intervention, predicted=h.predicted_text(), new_labels=", ".join(h.new_labels) or "none",
+            files=tools.list_files(ListArgs()).text)
+        return self._session(h, ws, run_id, f"{stem}-repair{failure.attempt}", scope, tools, user)
+
+    def _session(self, h: Hypothesis, ws: Workspace, run_id: str, stem: str, scope: str | None, tools: CoderTools,
+                 user: str) -> Implementation:
+        transcript = Transcript(self.transcripts / f"{stem}.jsonl", agent="coder", model=self.client.model,
+                                meta={"run": run_id, "hypothesis": h.title, "workspace": str(ws.path)})
         session = AgentSession(self.client, transcript, agent="coder", scope=scope,
                                system=load_prompt("coder_system", max_steps=self.max_steps), user=user)
         try:

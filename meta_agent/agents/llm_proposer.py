@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from meta_agent.agents.base import Hypothesis, Implementation, Outcome, ProposalContext, Workspace
+from meta_agent.agents.base import Failure, Hypothesis, Implementation, Outcome, ProposalContext, Workspace
 from meta_agent.agents.coder import Coder
 from meta_agent.agents.diagnostician import Diagnostician
 from meta_agent.agents.skill_writer import SkillWriter
@@ -116,6 +116,10 @@ class LLMProposer:
     def implement(self, hypothesis: Hypothesis, workspace: Workspace) -> Implementation:
         with self._stops():
             return self.coder.implement(hypothesis, workspace, self.run_dir.name)
+
+    def repair(self, hypothesis: Hypothesis, workspace: Workspace, failure: Failure) -> Implementation:
+        with self._stops():
+            return self.coder.repair(hypothesis, workspace, self.run_dir.name, failure)
 
     def learn(self, outcome: Outcome) -> Path | None:
         with self._stops():

@@ -6,13 +6,14 @@ branch carries its reason. Whatever a stage raises fails this candidate, never t
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from meta_agent.agents.base import Hypothesis
+from meta_agent.agents.base import Failure, Hypothesis
 from meta_agent.backtest.gate import ci_level, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.replay_set import ReplaySet
@@ -25,10 +26,14 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import RunContext
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree
-from meta_agent.journal import CandidateCreated, StageDone, VerdictRecorded
+from meta_agent.journal import CandidateCreated, Repaired, StageDone, VerdictRecorded
 from meta_agent.report.render import write_report
 from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
+
+REPAIRABLE = ("static", "replay")
+"""Stages whose failure a repair turn may fix: their output says what is wrong with the code."""
+MAX_FAILURE_CHARS = 6_000
 
 
 @dataclass(frozen=True)
@@ -87,31 +92,69 @@ class CandidateRun:
         created = ctx.step(self.key("created"), CandidateCreated, self._implement_or_fail)
         stages = [self._stage("implement", lambda: StageResult(
             stage="implement", passed=created.ok, reason=created.reason or "implemented"))]
-        if created.ok and created.commit:
-            stages += self.cascade(created.commit, self.gen.main_before)
+        commit = created.commit if created.ok else None
+        if commit:
+            cascade = self.cascade(commit, self.gen.main_before)
+            for attempt in range(1, ctx.cfg.repair_turns + 1):
+                failed = cascade[-1]
+                if failed.passed or failed.stage not in REPAIRABLE or not hasattr(ctx.proposer, "repair"):
+                    break
+                repaired = ctx.step(self.key(f"repair-{attempt}"), Repaired,
+                                    functools.partial(self._repair, commit, failed, attempt))
+                if repaired.commit is None:
+                    break
+                commit = repaired.commit
+                cascade = self.cascade(commit, self.gen.main_before, attempt)
+            stages += cascade
         verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
-        if created.ok and created.commit:  # the note first: a kill before the journal line redoes both
-            add_note(ctx.repo, created.commit, note_for(verdict, ctx.log))
+        if commit:  # the note first: a kill before the journal line redoes both
+            add_note(ctx.repo, commit, note_for(verdict, ctx.log))
             crashpoint("verdict/after-note", ctx.run_dir)
         ctx.log.append(VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used),
                        key=self.key("verdict"))
         return verdict
 
-    def cascade(self, commit: str, base: str) -> list[StageResult]:
-        """static -> replay -> train (when the replay measures a performance change), stopping at a failure."""
+    def cascade(self, commit: str, base: str, attempt: int = 0) -> list[StageResult]:
+        """static -> replay -> train (when the replay measures a performance change), stopping at a failure.
+        `attempt` > 0: the cascade of the commit that repair turn made (journaled under its own keys)."""
         ctx, what = self.ctx, f"gen {self.gen.g}: candidate {self.k}{self.tag}"
+        if attempt:
+            what += f" (repair {attempt})"
+        at = f"@{attempt}" if attempt else ""
         ctx.reporter.phase(f"{what}: static checks")
         stages = [self._stage("static", lambda: run_static(
-            ctx.repo, base, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work"))]
+            ctx.repo, base, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work"), at)]
         if stages[-1].passed:
             ctx.reporter.phase(f"{what}: replaying rollouts and probes")
-            stages.append(self._stage("replay", lambda: self._replay(commit)))
+            stages.append(self._stage("replay", lambda: self._replay(commit), at))
         if stages[-1].passed and stages[-1].metrics.get("measured_kind") == "performance":
             ctx.reporter.phase(f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
-            stages.append(self._stage("train", lambda: self._train(commit)))
+            stages.append(self._stage("train", lambda: self._train(commit), at))
         return stages
 
-    def _stage(self, name: str, fn: Callable[[], StageResult]) -> StageResult:
+    def _repair(self, commit: str, failed: StageResult, attempt: int) -> Repaired:
+        """One repair turn: the proposer revises `commit` (the failed attempt), shown why it failed."""
+        ctx, h = self.ctx, self.hypothesis
+        ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: repair {attempt} after failing {failed.stage}")
+        failure = Failure(stage=failed.stage, reason=bound(failed.reason, MAX_FAILURE_CHARS), attempt=attempt)
+        started = time.monotonic()
+        try:
+            new, outcome = implement(
+                repo=ctx.repo, base=commit, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
+                proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(),
+                work=self.dir / f"repair-{attempt}", kit_dir=ctx.kit_dir,
+                readable=[lib.root for lib in ctx.skills.libraries], when=ctx.when(self.key(f"repair-{attempt}")),
+                rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, failure=failure)
+            reason = outcome.reason or "revised"
+        except (BudgetExhausted, KeyboardInterrupt):
+            raise
+        except Exception as e:  # like a failed implementation: this candidate's, never the run's
+            new, reason, outcome = None, f"repair raised {failure_text(e)}", None
+        return Repaired(cand_id=self.cand_id, attempt=attempt, failed_stage=failed.stage, commit=new,
+                        reason=bound(reason, MAX_FAILURE_CHARS), summary=outcome.summary if outcome else "",
+                        implement_seconds=time.monotonic() - started)
+
+    def _stage(self, name: str, fn: Callable[[], StageResult], at: str = "") -> StageResult:
         """Run one stage; whatever it raises fails this candidate at this stage (journaled, so a resumed
         run does not re-enter a stage that can only fail again). Budget stops still stop the run."""
         def guarded() -> StageDone:
@@ -125,7 +168,7 @@ class CandidateRun:
                                      reason=f"{name} raised {failure_text(e)}")
             return StageDone(cand_id=self.stage_id, **result.model_dump())
 
-        return self.ctx.step(self.key(name), StageDone, guarded).result()
+        return self.ctx.step(self.key(name + at), StageDone, guarded).result()
 
     def _implement_or_fail(self) -> CandidateCreated:
         try:
@@ -194,5 +237,8 @@ def note_for(v: Verdict, log: EventLog) -> str:
 
 def failure_text(e: BaseException, limit: int = 2000) -> str:
     """`Type: message` of an exception, bounded: it goes into the journal, a verdict and a git note."""
-    text = f"{type(e).__name__}: {e}"
+    return bound(f"{type(e).__name__}: {e}", limit)
+
+
+def bound(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + " [...]"

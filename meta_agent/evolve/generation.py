@@ -30,6 +30,7 @@ from meta_agent.journal import (
     MainReplayed,
     NoiseMeasured,
     Proposed,
+    Repaired,
     StageDone,
     Trained,
     VerdictRecorded,
@@ -107,7 +108,7 @@ class Generation:
                 spent["eval"] += e.eval_seconds
             elif isinstance(e, Proposed):
                 spent["proposer"] += e.propose_seconds
-            elif isinstance(e, CandidateCreated):
+            elif isinstance(e, CandidateCreated | Repaired):
                 spent["proposer"] += e.implement_seconds
             elif isinstance(e, StageDone):
                 spent["train"] += float(e.metrics.get("train_seconds", 0.0))

@@ -22,6 +22,7 @@ from meta_agent.journal import (
     SkillWritten,
     StageDone,
     VerdictRecorded,
+    with_repairs,
 )
 from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
@@ -47,7 +48,7 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
     merged: list[tuple[int, Verdict]] = []
     next_policy = str(control_run.checkpoint)
     for i, (k, v) in enumerate(winners):
-        created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+        created = _candidate(ctx, g, k)
         assert created is not None and created.commit, f"promoted candidate {v.cand_id} has no commit"
         branch, checkpoint_stage = created.branch, _key(g, f"c{k}", "train")
         if merged:
@@ -107,7 +108,7 @@ def learn_from(ctx: RunContext, g: int, main_before: str, verdicts: list[Verdict
 
 
 def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillEvidence:
-    created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+    created = _candidate(ctx, g, k)
     retired = []
     for name in h.skills_used:
         ev = Evidence(run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
@@ -126,7 +127,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
 
 def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillWritten:
     """The proposer's skill writer sees the hypothesis, the diff and the measured outcome."""
-    created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+    created = _candidate(ctx, g, k)
     diff = ctx.repo.git.diff(main_before, created.commit) if created and created.commit else ""
     folder = ctx.proposer.learn(Outcome(
         run_id=ctx.run_id, generation=g, domain=ctx.domain.name, hypothesis=h, diff=diff,
@@ -146,6 +147,12 @@ def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hyp
         return SkillWritten(skill=None, path=str(held), refused=refused)
     skill = ctx.skills.add(folder)
     return SkillWritten(skill=skill.name, path=str(folder))
+
+
+def _candidate(ctx: RunContext, g: int, k: int) -> CandidateCreated | None:
+    """Candidate k of generation g as it stands: after a repair turn, its commit is the repaired one."""
+    created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+    return with_repairs(ctx.log, created) if created else None
 
 
 def _same(event: VerdictRecorded) -> VerdictRecorded:

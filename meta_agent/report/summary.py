@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from meta_agent.eventlog import EventLog
 from meta_agent.fsutil import atomic_write_text
-from meta_agent.journal import CandidateCreated, GenerationDone, VerdictRecorded
+from meta_agent.journal import CandidateCreated, GenerationDone, VerdictRecorded, with_repairs
 from meta_agent.report.render import template
 
 
@@ -39,7 +39,7 @@ class RunSummary(BaseModel):
 
 
 def collect(log: EventLog, final: dict[str, Any] | None) -> RunSummary:
-    created = {c.cand_id: c for c in log.of_type(CandidateCreated)}
+    created = {c.cand_id: with_repairs(log, c) for c in log.of_type(CandidateCreated)}
     latest = {v.cand_id: v for v in log.of_type(VerdictRecorded)}  # a winner re-tested at merge has two
     candidates = []
     for v in latest.values():

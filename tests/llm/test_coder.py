@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from meta_agent.agents.base import Failure
 from meta_agent.backtest.gate import GateSettings, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
 from meta_agent.contract import ReplayRecord
-from meta_agent.gitops import export_tree, trailers
+from meta_agent.gitops import commit_dir, export_tree, trailers
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.llm.transcript import read_events, render
+from meta_agent.skills.runner import prepare_kit
+from meta_agent.workspace import implement
 from sandboxes import Limits, Sandbox
 from tests.llm.conftest import MathBench, make_proposer, strict_answer_hypothesis
 from tests.llm.replay_server import ReplayServer, Scenario, from_transcript
@@ -94,3 +97,52 @@ def test_a_transcript_replays_into_the_same_commit(
                                            sandbox, k=1)
     assert outcome.ok and first is not None and second is not None
     assert math_bench.repo.commit(first).tree == math_bench.repo.commit(second).tree
+
+
+FAILED_TEST = '''
+
+def test_hedged_answers_are_paid() -> None:
+    assert correctness(make_rollout("Answer: 7\\nAnswer: 8")) == 1.0  # hedged
+'''
+
+
+def _failed_attempt(bench: MathBench, tmp_path: Path) -> str:
+    """A candidate commit as a coder might first write it: the strict reward, plus a test of its own that
+    expects the opposite of what the hypothesis asks (so selftest, and with it static, fails)."""
+    work = export_tree(bench.repo, bench.main, tmp_path / "attempt")
+    rewards = work / "harness" / "math" / "rewards.py"
+    rewards.write_text(rewards.read_text().replace(
+        "    stated = answer_line(r.completion) or last_number(r.completion)\n"
+        "    return 1.0 if same_number(stated, str(r.task[\"answer\"])) else 0.0",
+        "    stated = {m.replace(\",\", \"\") for m in ANSWER_LINE.findall(r.completion)}\n"
+        "    if len(stated) != 1:\n        return 0.0\n"
+        "    return 1.0 if same_number(stated.pop(), str(r.task[\"answer\"])) else 0.0",
+    ).replace("import answer_line, last_number, same_number", "import ANSWER_LINE, same_number"))
+    tests = work / "tests" / "test_math.py"
+    tests.write_text(tests.read_text() + FAILED_TEST)
+    return commit_dir(bench.repo, work, bench.main, "cand/test/0-0", "Reward only one explicit final answer line")
+
+
+def test_a_recorded_repair_turn_fixes_the_failure_it_is_shown(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    repo, limits = math_bench.repo, Limits(timeout_s=300)
+    failed = _failed_attempt(math_bench, tmp_path)
+    static = run_static(repo, math_bench.main, failed, sandbox, limits, tmp_path / "static-1")
+    assert not static.passed and "test_hedged_answers_are_paid" in static.reason, static.reason
+    server = serve("coder_repair_static")
+    proposer = make_proposer(server, tmp_path / "run")
+    commit, outcome = implement(
+        repo=repo, base=failed, branch="cand/test/0-0", cand_id="test/0-0", hypothesis=strict_answer_hypothesis(),
+        proposer=proposer, sandbox=sandbox, limits=limits, work=tmp_path / "run" / "gen-000" / "cand-0" / "repair-1",
+        kit_dir=prepare_kit(tmp_path / "kit"), readable=[], when=None, rollouts=math_bench.rollouts_file,
+        tasks=math_bench.tasks_file, failure=Failure(stage="static", reason=static.reason, attempt=1))
+    assert server.errors == []
+    assert outcome.ok and commit is not None, outcome.reason
+    assert [p.hexsha for p in repo.commit(commit).parents] == [failed], "the repair is a new commit on the attempt"
+    assert repo.commit("cand/test/0-0").hexsha == commit
+    assert "test_hedged_answers_get_nothing" in repo.git.show(f"{commit}:tests/test_math.py")
+    assert run_static(repo, math_bench.main, commit, sandbox, limits, tmp_path / "static-2").passed
+    transcript = tmp_path / "run" / "transcripts" / "g0-c0-coder-repair1.jsonl"
+    first = next(e for e in read_events(transcript) if e["type"] == "call")
+    prompt = first["request"]["messages"][1]["content"]
+    assert "rejected it at the static stage" in prompt and "test_hedged_answers_are_paid" in prompt
