@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import regex
 from pydantic import BaseModel, Field
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
@@ -22,6 +23,8 @@ from meta_agent.report.rollout_report import RolloutReport
 MAX_STEPS = 12
 SOURCES_CHARS = 12_000
 READ_CHARS = 20_000
+GREP_SECONDS = 5.0
+MAX_PATTERN_CHARS = 1_000
 
 
 class Diagnosis(BaseModel):
@@ -107,13 +110,25 @@ class HarnessReader:
         return ToolResult(text[:READ_CHARS])
 
     def _grep(self, a: GrepArgs) -> ToolResult:
+        """The model's pattern runs here, on the trusted side, so under a hard deadline for the whole
+        search (the `regex` engine checks it while matching): a catastrophic pattern costs seconds, not the run."""
         try:
-            rx = re.compile(a.pattern)
-        except re.error as e:
+            rx = regex.compile(a.pattern[:MAX_PATTERN_CHARS])
+        except regex.error as e:
             return ToolResult(f"invalid regular expression: {e}", ok=False)
-        hits = [f"{f}:{no}: {line}" for f in self.files()
-                for no, line in enumerate((self.read(f) or "").splitlines(), 1) if rx.search(line)]
-        return ToolResult("\n".join(hits[:200]) or "no match")
+        deadline = time.monotonic() + GREP_SECONDS
+        hits: list[str] = []
+        try:
+            for f in self.files():
+                for no, line in enumerate((self.read(f) or "").splitlines(), 1):
+                    if rx.search(line, timeout=max(deadline - time.monotonic(), 0.001)):
+                        hits.append(f"{f}:{no}: {line[:300]}")
+                        if len(hits) >= 200:
+                            return ToolResult("\n".join(hits))
+        except TimeoutError:
+            return ToolResult(f"the search took over {GREP_SECONDS:.0f} s and was stopped; use a simpler pattern"
+                              + ("\npartial hits:\n" + "\n".join(hits) if hits else ""), ok=False)
+        return ToolResult("\n".join(hits) or "no match")
 
 
 def key_sources(reader: HarnessReader, domain: str) -> str:
