@@ -100,6 +100,7 @@ def implement(
     rollouts: Path | None = None,
     tasks: Path | None = None,
     failure: Failure | None = None,
+    evidence: Path | None = None,
 ) -> tuple[str | None, Implementation]:
     """Let the proposer edit an export of `base`; commit the result on `branch`. (commit or None, outcome).
 
@@ -107,10 +108,11 @@ def implement(
     proposer's `repair` revises it; the branch keeps the failed attempt when nothing comes of it.
     """
     path = export_tree(repo, base, work)
-    extra = [p.parent for p in (rollouts, tasks) if p is not None]
+    extra = [p.parent for p in (rollouts, tasks) if p is not None] + ([evidence] if evidence else [])
     mounts = [Mount(kit_dir.resolve())] + [Mount(p.resolve()) for p in [*readable, *extra] if p.exists()]
     with sandbox.open(path, mounts=mounts, limits=limits) as session:
-        ws = Workspace(path=path, session=session, kit_dir=kit_dir.resolve(), rollouts=rollouts, tasks=tasks)
+        ws = Workspace(path=path, session=session, kit_dir=kit_dir.resolve(), rollouts=rollouts, tasks=tasks,
+                       evidence=evidence)
         repair = getattr(proposer, "repair", None)
         if failure is None:
             outcome = proposer.implement(hypothesis, ws)

@@ -57,6 +57,8 @@ class ProposalContext:
     seed: int
     history: list[dict[str, Any]] = field(default_factory=list)
     """Earlier candidates of this run: hypothesis title, skills, verdict, stage."""
+    evidence_dir: Path | None = None
+    """The generation's evidence folder (meta_agent/evolve/evidence.py), read-only."""
 
 
 @dataclass
@@ -71,6 +73,8 @@ class Workspace:
     """This generation's rollouts (+ hacking probes), readable in the session, for `harness replay`."""
     tasks: Path | None = None
     """The training tasks file, readable in the session."""
+    evidence: Path | None = None
+    """The generation's evidence folder, mounted read-only in the session (the coder reads `evidence/...`)."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path.cwd().resolve()
+EVIDENCE = Path(os.environ["CODER_EVIDENCE"]).resolve() if os.environ.get("CODER_EVIDENCE") else None
+"""The generation's evidence folder (read-only mount): list, read and grep reach it as `evidence/...`."""
 SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -33,7 +35,19 @@ def resolve(rel: str) -> Path:
     return path
 
 
+def resolve_read(rel: str) -> Path:
+    """A path to read: `evidence/...` in the evidence folder, anything else in the checkout."""
+    if EVIDENCE is not None and (rel == "evidence" or rel.startswith("evidence/")):
+        path = (EVIDENCE / rel[len("evidence/"):]).resolve()
+        if path != EVIDENCE and EVIDENCE not in path.parents:
+            raise OpError(f"{rel} is outside the evidence folder")
+        return path
+    return resolve(rel)
+
+
 def rel_of(path: Path) -> str:
+    if EVIDENCE is not None and (path == EVIDENCE or EVIDENCE in path.parents):
+        return "evidence/" + str(path.relative_to(EVIDENCE)) if path != EVIDENCE else "evidence"
     return str(path.relative_to(ROOT)) if path != ROOT else "."
 
 
@@ -47,7 +61,7 @@ def check_source(rel: str, text: str) -> None:
 
 
 def op_list(path: str = ".", max_entries: int = 300) -> dict[str, Any]:
-    base = resolve(path)
+    base = resolve_read(path)
     if not base.is_dir():
         raise OpError(f"{path} is not a directory")
     rows = []
@@ -61,7 +75,7 @@ def op_list(path: str = ".", max_entries: int = 300) -> dict[str, Any]:
 
 
 def op_read(path: str, start_line: int = 1, end_line: int | None = None) -> dict[str, Any]:
-    p = resolve(path)
+    p = resolve_read(path)
     if not p.is_file():
         raise OpError(f"{path} does not exist (list_files shows what does)")
     lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -76,7 +90,7 @@ def op_grep(pattern: str, path: str = ".", max_hits: int = 200) -> dict[str, Any
         rx = re.compile(pattern)
     except re.error as e:
         raise OpError(f"invalid regular expression {pattern!r}: {e}") from None
-    base = resolve(path)
+    base = resolve_read(path)
     files = [base] if base.is_file() else sorted(
         Path(d) / f for d, dn, fn in os.walk(base) for f in fn if not (set(Path(d).parts) & SKIP_DIRS))
     hits = []

@@ -135,8 +135,9 @@ class CoderTools:
         ]
 
     def _op(self, op: str, **args: object) -> ToolResult:
+        env = {"CODER_EVIDENCE": str(self.ws.evidence.resolve())} if self.ws.evidence else None
         result = self.ws.session.run([sys.executable, "-c", SANDBOX_SCRIPT, op, json.dumps(args)],
-                                     timeout=FILE_OP_TIMEOUT_S)
+                                     timeout=FILE_OP_TIMEOUT_S, env=env)
         lines = result.stdout.strip().splitlines()
         try:
             data = json.loads(lines[-1]) if lines else None

@@ -25,6 +25,8 @@ SOURCES_CHARS = 12_000
 READ_CHARS = 20_000
 GREP_SECONDS = 5.0
 MAX_PATTERN_CHARS = 1_000
+MAX_LISTED = 300
+EVIDENCE = "evidence"
 
 
 class Diagnosis(BaseModel):
@@ -71,19 +73,32 @@ def render_history(history: list[dict[str, object]]) -> str:
 
 @dataclass
 class HarnessReader:
-    """Read-only access to the exported harness on the host (plain file reads, nothing executed)."""
+    """Read-only access to the exported harness, and to the generation's evidence folder as `evidence/...`,
+    on the host (plain file reads, nothing executed; the model's grep pattern runs under a deadline)."""
 
     root: Path
+    evidence: Path | None = None
 
     def _resolve(self, rel: str) -> Path | None:
-        path = (self.root / rel).resolve()
-        return path if path == self.root.resolve() or self.root.resolve() in path.parents else None
+        root = self.root
+        if self.evidence is not None and (rel == EVIDENCE or rel.startswith(EVIDENCE + "/")):
+            root, rel = self.evidence, rel[len(EVIDENCE) + 1:]
+        path = (root / rel).resolve()
+        return path if path == root.resolve() or root.resolve() in path.parents else None
 
-    def files(self) -> list[str]:
+    @staticmethod
+    def _walk(root: Path, prefix: str) -> list[str]:
         out = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
+        for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in {".git", "__pycache__"})
-            out += [str((Path(dirpath) / f).relative_to(self.root)) for f in sorted(filenames)]
+            out += [prefix + str((Path(dirpath) / f).relative_to(root)) for f in sorted(filenames)]
+        return out
+
+    def files(self, evidence: bool = False) -> list[str]:
+        """The harness's files; with `evidence`, the evidence folder's too (as evidence/...)."""
+        out = self._walk(self.root, "")
+        if evidence and self.evidence is not None:
+            out += self._walk(self.evidence, EVIDENCE + "/")
         return out
 
     def read(self, rel: str) -> str | None:
@@ -94,19 +109,25 @@ class HarnessReader:
 
     def tools(self) -> list[Tool]:
         return [
-            Tool("list_files", "List the harness files.", PathArgs, self._list),
-            Tool("read_file", "Read one harness file.", PathArgs, self._read),
-            Tool("grep", "Search all harness files for a regular expression.", GrepArgs, self._grep),
+            Tool("list_files", "List the harness files, or the evidence folder's (path evidence/...).", PathArgs,
+                 self._list),
+            Tool("read_file", "Read one file of the harness or of the evidence folder (evidence/...).", PathArgs,
+                 self._read),
+            Tool("grep", "Search the harness and the evidence folder for a regular expression.", GrepArgs,
+                 self._grep),
         ]
 
     def _list(self, a: PathArgs) -> ToolResult:
         prefix = "" if a.path in (".", "") else a.path.rstrip("/") + "/"
-        return ToolResult("\n".join(f for f in self.files() if f.startswith(prefix)) or f"nothing under {a.path}")
+        found = [f for f in self.files(evidence=bool(prefix)) if f.startswith(prefix)]
+        more = f"\n[{len(found) - MAX_LISTED} more]" if len(found) > MAX_LISTED else ""
+        return ToolResult("\n".join(found[:MAX_LISTED]) + more if found else f"nothing under {a.path}")
 
     def _read(self, a: PathArgs) -> ToolResult:
         text = self.read(a.path)
         if text is None:
-            return ToolResult(f"{a.path} is not a file of the harness (list_files shows what is)", ok=False)
+            return ToolResult(f"{a.path} is not a file of the harness or the evidence folder (list_files shows "
+                              "what is)", ok=False)
         return ToolResult(text[:READ_CHARS])
 
     def _grep(self, a: GrepArgs) -> ToolResult:
@@ -119,7 +140,7 @@ class HarnessReader:
         deadline = time.monotonic() + GREP_SECONDS
         hits: list[str] = []
         try:
-            for f in self.files():
+            for f in self.files(evidence=True):
                 for no, line in enumerate((self.read(f) or "").splitlines(), 1):
                     if rx.search(line, timeout=max(deadline - time.monotonic(), 0.001)):
                         hits.append(f"{f}:{no}: {line[:300]}")
@@ -144,6 +165,14 @@ def key_sources(reader: HarnessReader, domain: str) -> str:
     return "\n\n".join(out) or "(none found; use the tools)"
 
 
+def evidence_text(folder: Path | None) -> str:
+    if folder is None or not (folder / "README.md").is_file():
+        return "none this generation"
+    counts = {d.name: sum(1 for _ in d.iterdir()) for d in folder.iterdir() if d.is_dir()}
+    listing = ", ".join(f"{name}/ ({n} entries)" for name, n in sorted(counts.items()))
+    return f"{(folder / 'README.md').read_text(encoding='utf-8').strip()}\n\nFolders: {listing or 'none'}"
+
+
 class Diagnostician:
     def __init__(self, client: LLMClient, transcripts: Path) -> None:
         self.client = client
@@ -154,11 +183,11 @@ class Diagnostician:
         scope = f"g{ctx.generation}"
         transcript = Transcript(self.transcripts / f"{scope}-diagnostician.jsonl", agent="diagnostician",
                                 model=self.client.model, meta={"run": ctx.run_id, "generation": ctx.generation, "k": k})
-        reader = HarnessReader(ctx.harness_dir)
+        reader = HarnessReader(ctx.harness_dir, ctx.evidence_dir)
         user = load_prompt("diagnostician_user", generation=ctx.generation, run_id=ctx.run_id, domain=ctx.domain, k=k,
                            report=render_report(ctx.report), files="\n".join(reader.files()),
                            sources=key_sources(reader, ctx.domain), skills=skills_text or "none match",
-                           history=render_history(ctx.history))
+                           history=render_history(ctx.history), evidence=evidence_text(ctx.evidence_dir))
         session = AgentSession(self.client, transcript, agent="diagnostician", scope=scope,
                                system=load_prompt("diagnostician_system", k=k), user=user)
         submit = Tool("submit_hypotheses", f"Submit the diagnosis: at most {k} hypotheses, best first. Ends the "

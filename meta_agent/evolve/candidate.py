@@ -52,6 +52,8 @@ class GenerationView:
     replay_set: ReplaySet
     guard_labels: list[str]
     """Labels that mark a rollout invalid: the domain's, plus diagnostics promoted in earlier generations."""
+    evidence: Path | None = None
+    """The generation's evidence folder (the coder reads it as `evidence/...`)."""
 
     def key(self, *parts: object) -> str:
         return "/".join([f"g{self.g}", *map(str, parts)])
@@ -144,7 +146,7 @@ class CandidateRun:
                 proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(),
                 work=self.dir / f"repair-{attempt}", kit_dir=ctx.kit_dir,
                 readable=[lib.root for lib in ctx.skills.libraries], when=ctx.when(self.key(f"repair-{attempt}")),
-                rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, failure=failure)
+                rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, evidence=self.gen.evidence, failure=failure)
             reason = outcome.reason or "revised"
         except (BudgetExhausted, KeyboardInterrupt):
             raise
@@ -194,7 +196,7 @@ class CandidateRun:
             repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
             kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.key("commit")),
-            rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file,
+            rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, evidence=self.gen.evidence,
         )
         crashpoint("candidate/after-branch", ctx.run_dir)
         return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started)

@@ -43,7 +43,8 @@ def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created:
         repo=ctx.repo, base=new_main, branch=branch, cand_id=created.cand_id, hypothesis=h, proposer=ctx.proposer,
         sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=view.dir / f"cand-{k}{TAG}" / "edit",
         kit_dir=ctx.kit_dir, readable=[lib.root for lib in ctx.skills.libraries],
-        when=ctx.when(view.key(f"c{k}{TAG}", "rebase")), rollouts=view.replay_set.path, tasks=ctx.tasks_file)
+        when=ctx.when(view.key(f"c{k}{TAG}", "rebase")), rollouts=view.replay_set.path, tasks=ctx.tasks_file,
+        evidence=view.evidence)
     if commit is None:
         return Combined(cand_id=created.cand_id, how="conflict", commit=None, branch="",
                         reason=f"{conflict}; re-implementing it on the new main failed: {outcome.reason}")

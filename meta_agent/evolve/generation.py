@@ -18,6 +18,7 @@ from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.domains.base import EvalResult
 from meta_agent.evolve.candidate import CandidateRun, GenerationView
 from meta_agent.evolve.context import RunContext
+from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
 from meta_agent.evolve.winners import learn_from, merge_winners
 from meta_agent.gitops import export_tree
@@ -46,6 +47,7 @@ class Generation:
         self.ctx, self.g, self.policy, self.history = ctx, g, policy, history
         self.main_before = ""
         self.noise_floor = 0.0
+        self.evidence: Path | None = None
 
     @property
     def dir(self) -> Path:
@@ -77,10 +79,12 @@ class Generation:
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
         self.noise_floor = self._noise(control_eval)
         main_replay, replay_set = self._main_replay(control_run)
+        self.evidence = self._evidence(control_run)
         hypotheses = self._propose(control_run)
         view = GenerationView(g=g, dir=self.dir, seed=self.seed, policy=self.policy, history=self.history,
                               main_before=self.main_before, noise_floor=self.noise_floor, control=control,
-                              main_replay=main_replay, replay_set=replay_set, guard_labels=guard_labels(ctx, g))
+                              main_replay=main_replay, replay_set=replay_set, guard_labels=guard_labels(ctx, g),
+                              evidence=self.evidence)
         verdicts = [CandidateRun(ctx, view, k, h).run() for k, h in enumerate(hypotheses)]
         verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
         learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)
@@ -184,6 +188,13 @@ class Generation:
         main_replay = {r.rollout_id: r for r in read_jsonl(self.dir / "main-replay" / "replay.jsonl", ReplayRecord)}
         return main_replay, replay_set
 
+    def _evidence(self, control_run: TrainedRun) -> Path:
+        """Rewritten whenever the generation runs (a resumed one too): its coders read it after the diagnosis."""
+        report = self.dir / "main" / "report.md"
+        return write_evidence(self.dir / "evidence", generation=self.g, rollouts=control_run.rollouts,
+                              report_md=report.read_text() if report.is_file() else "", repo=self.ctx.repo,
+                              main=self.main_before)
+
     def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
         ctx = self.ctx
         ctx.reporter.phase(f"gen {self.g}: diagnosing ({ctx.proposer.name} proposer)")
@@ -193,7 +204,7 @@ class Generation:
             history = [v.model_dump(mode="json") for v in ctx.log.of_type(VerdictRecorded)]
             pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
                                    report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
-                                   seed=ctx.cfg.seed, history=history)
+                                   seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence)
             started = time.monotonic()
             hyps = ctx.proposer.propose(pctx, ctx.cfg.candidates)
             return Proposed(hypotheses=[h.model_dump(mode="json") for h in hyps],

@@ -107,3 +107,22 @@ def test_the_run_ends_with_its_lineage_page(reference_run: Path) -> None:
     for out in backtests:  # and each backtest's own report, beside it
         assert (out / "report.html").is_file()
         assert f'href="{out.relative_to(reference_run).as_posix()}/report.html"' in page
+
+
+def test_each_generation_leaves_an_evidence_folder_with_every_rollout_and_nothing_sealed(
+        reference_run: Path) -> None:
+    from meta_agent.domains.math import MathDomain, MathSettings
+
+    evidence = reference_run / "gen-001" / "evidence"
+    main_rollouts = (reference_run / "gen-001" / "main" / "rollouts.jsonl").read_text().splitlines()
+    index = (evidence / "rollouts" / "index.tsv").read_text().splitlines()
+    assert len(index) == 1 + len(main_rollouts) == 1 + len(list((evidence / "rollouts").glob("*.json")))
+    earlier = sorted(p.name for p in (evidence / "candidates").iterdir())
+    assert earlier == sorted(c["cand_id"].replace("/", "_") for c in _data(reference_run, "candidate_created")
+                             if c["gen"] == 0 and c["ok"]), "generation 0's candidates, with their verdicts"
+    assert any((evidence / "candidates" / name / "diff.patch").read_text().startswith("diff --git") for name in earlier)
+    text = "\n".join(p.read_text() for p in evidence.rglob("*") if p.is_file())
+    math = MathDomain(MathSettings(train_size=24, selection_size=6, test_size=6, eval_max_new_tokens=6))
+    sealed = [t for split in ("selection", "test") for t in math.tasks(split)]
+    assert not [t.id for t in sealed if t.id in text], "no sealed task's id in the evidence"
+    assert not [t.prompt for t in sealed if f'"prompt": {json.dumps(t.prompt)}' in text], "nor its prompt"

@@ -126,6 +126,15 @@ def math_bench(tmp_path: Path) -> MathBench:
 
 def zero_variance_report() -> RolloutReport:
     """16 rollouts in 4 groups; 3 groups all-zero (no advantage), one mixed. Truncation on a quarter."""
+    rollouts, tasks = zero_variance_rollouts()
+    metrics = [MetricsRecord(step=1, reward_mean=0.125, reward_std=0.33, kl=None, entropy=2.1,
+                             completion_length_mean=18.0, truncation_rate=0.25, zero_variance_frac=0.75,
+                             clip_ratio=0.0, kept_frac=1.0, loss=0.01, learning_rate=2e-5, wall_time=3.0)]
+    return build_report(domain="math", policy="tiny", rollouts=rollouts, metrics=metrics, tasks=tasks,
+                        train_wall_time=3.0)
+
+
+def zero_variance_rollouts() -> tuple[list[RolloutRecord], dict[str, Task]]:
     rollouts, tasks = [], {}
     for g in range(4):
         task = Task(id=f"t{g}", prompt=f"{g} + 4 =", answer=str(g + 4), difficulty=1 + g % 2)
@@ -141,8 +150,4 @@ def zero_variance_report() -> RolloutReport:
                 rewards={"correctness": float(good)},
                 reward=float(good), advantage=0.0, prompt_tokens=12, completion_tokens=48 if i == 3 else 8,
                 truncated=i == 3, labels=labels, harness_commit="abc", verified=good))
-    metrics = [MetricsRecord(step=1, reward_mean=0.125, reward_std=0.33, kl=None, entropy=2.1,
-                             completion_length_mean=18.0, truncation_rate=0.25, zero_variance_frac=0.75,
-                             clip_ratio=0.0, kept_frac=1.0, loss=0.01, learning_rate=2e-5, wall_time=3.0)]
-    return build_report(domain="math", policy="tiny", rollouts=rollouts, metrics=metrics, tasks=tasks,
-                        train_wall_time=3.0)
+    return rollouts, tasks

@@ -13,6 +13,7 @@ from meta_agent.backtest.gate import GateSettings, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
 from meta_agent.contract import ReplayRecord
+from meta_agent.evolve.evidence import write_evidence
 from meta_agent.gitops import commit_dir, export_tree, trailers
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.llm.transcript import read_events, render
@@ -146,3 +147,23 @@ def test_a_recorded_repair_turn_fixes_the_failure_it_is_shown(
     first = next(e for e in read_events(transcript) if e["type"] == "call")
     prompt = first["request"]["messages"][1]["content"]
     assert "rejected it at the static stage" in prompt and "test_hedged_answers_are_paid" in prompt
+
+
+def test_a_coder_reads_the_generations_rollouts_in_the_evidence_folder_and_nothing_beyond(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    honest = [r for r in math_bench.records if r.rollout_id.startswith("s1-")]
+    evidence = write_evidence(tmp_path / "evidence", generation=0, rollouts=honest, report_md="# report",
+                              repo=math_bench.repo, main=math_bench.main)
+    server = serve("coder_reads_evidence")
+    h = strict_answer_hypothesis().model_copy(update={"title": "Check the paid rollouts before editing"})
+    commit, outcome = implement(
+        repo=math_bench.repo, base=math_bench.main, branch="cand/test/0-0", cand_id="test/0-0", hypothesis=h,
+        proposer=make_proposer(server, tmp_path / "run"), sandbox=sandbox, limits=Limits(timeout_s=300),
+        work=tmp_path / "run" / "gen-000" / "cand-0" / "edit", kit_dir=prepare_kit(tmp_path / "kit"), readable=[],
+        when=None, rollouts=math_bench.rollouts_file, tasks=math_bench.tasks_file, evidence=evidence)
+    assert server.errors == []
+    assert commit is None and "s1-g0-0.json is paid and verified" in outcome.reason
+    tools = [e for e in read_events(tmp_path / "run" / "transcripts" / "g0-c0-coder.jsonl") if e["type"] == "tool"]
+    assert [t["ok"] for t in tools[:3]] == [True, True, False]
+    assert "s1-g0-0" in tools[0]["result"] and '"verified": true' in tools[1]["result"]
+    assert "outside the evidence folder" in tools[2]["result"]

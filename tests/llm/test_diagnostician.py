@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import git
 import pytest
 
 from meta_agent.agents.base import ProposalContext
+from meta_agent.evolve.evidence import write_evidence
 from meta_agent.gitops import init_harness
 from meta_agent.llm.transcript import read_events
-from tests.llm.conftest import make_proposer, skill_set, zero_variance_report
+from tests.llm.conftest import make_proposer, skill_set, zero_variance_report, zero_variance_rollouts
 from tests.llm.replay_server import ReplayServer
 
 
@@ -69,3 +71,21 @@ def test_a_second_malformed_submission_yields_no_hypotheses_and_says_why(
     assert not end["ok"] and "malformed tool call again after a repair request" in end["outcome"]
     assert "hypotheses: Input should be a valid list" in end["outcome"]
     assert "no usable hypotheses" in capsys.readouterr().err
+
+
+def test_the_diagnostician_opens_and_cites_rollouts_beyond_the_reports_exemplars(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    ctx = context(tmp_path, generation=4)
+    repo = git.Repo(ctx.harness_dir)
+    rollouts, _tasks = zero_variance_rollouts()
+    ctx.evidence_dir = write_evidence(tmp_path / "evidence", generation=4, rollouts=rollouts, report_md="# report",
+                                      repo=repo, main=repo.head.commit.hexsha)
+    server = serve("diagnose_evidence")
+    [h] = make_proposer(server, tmp_path / "run").propose(ctx, k=1)
+    assert server.errors == []
+    prompt = server.requests[0]["messages"][1]["content"]
+    assert "s1-g3-1" not in prompt, "not among the report's exemplars: the model found it itself"
+    assert h.evidence_rollouts == ["s1-g3-1", "s1-g0-0"]
+    path = tmp_path / "run" / "transcripts" / "g4-diagnostician.jsonl"
+    reads = [e for e in read_events(path) if e["type"] == "tool" and e["name"] == "read_file"]
+    assert [r["ok"] for r in reads] == [True, True]
