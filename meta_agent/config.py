@@ -108,6 +108,12 @@ class LLMSettings(BaseModel):
     coder_model: str | None = Field(None, description="override for the coder agents")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
     max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop")
+    specialists: bool = Field(False, description="route each hypothesis to the coder of its surface (rewards, "
+                                                 "filters, rl_settings, prompts, diagnostics): that role's prompt "
+                                                 "and step budget (specialist_steps)")
+    specialist_steps: dict[str, int] = Field(
+        default_factory=lambda: {"rewards": 20, "filters": 20, "rl_settings": 10, "prompts": 15, "diagnostics": 20},
+        description="tool calls per specialist (a surface missing here gets max_coder_steps)")
     timeout_s: float = Field(120, gt=0, description="per-call timeout")
     cache: bool = Field(True, description="keep every reply, keyed by its whole request, so a resumed or re-run "
                                           "generation pays nothing twice for the same request")

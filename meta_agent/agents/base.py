@@ -6,11 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.store import SkillSet
 from sandboxes import Session
+
+Surface = Literal["rewards", "filters", "rl_settings", "prompts", "diagnostics"]
+SURFACES: tuple[str, ...] = ("rewards", "filters", "rl_settings", "prompts", "diagnostics")
 
 
 class PredictedEffect(BaseModel):
@@ -33,7 +36,16 @@ class Hypothesis(BaseModel):
     predicted_effects: list[PredictedEffect] = Field(default_factory=list)
     skills_used: list[str] = Field(default_factory=list)
     new_labels: list[str] = Field(default_factory=list, description="diagnostic labels the change adds")
+    surface: Surface | None = Field(None, description="the part of the harness it changes: rewards, filters (and "
+                                                      "curriculum), rl_settings, prompts or diagnostics; with "
+                                                      "llm.specialists on, the coder of that surface implements it")
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("surface", mode="before")
+    @classmethod
+    def _known_surface(cls, value: object) -> object:
+        """An unknown surface routes to the generalist coder rather than failing the whole diagnosis."""
+        return value if value in SURFACES else None
 
     def predicted_text(self) -> str:
         return ", ".join(f"{e.metric} {e.direction}" for e in self.predicted_effects) or "unspecified"

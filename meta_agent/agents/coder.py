@@ -44,11 +44,22 @@ def skills_text(skills: SkillSet, names: list[str]) -> str:
 
 
 class Coder:
-    def __init__(self, client: LLMClient, transcripts: Path, skills: SkillSet, max_steps: int) -> None:
+    def __init__(self, client: LLMClient, transcripts: Path, skills: SkillSet, max_steps: int,
+                 specialist_steps: dict[str, int] | None = None) -> None:
         self.client = client
         self.transcripts = transcripts
         self.skills = skills
         self.max_steps = max_steps
+        self.specialist_steps = specialist_steps
+        """None: one generalist coder; else per surface, the specialist's step budget."""
+
+    def _role(self, h: Hypothesis) -> tuple[str, str, int]:
+        """(transcript suffix, system prompt, step budget) of the coder that implements `h`."""
+        if self.specialist_steps is None or h.surface is None:
+            return "", load_prompt("coder_system", max_steps=self.max_steps), self.max_steps
+        steps = self.specialist_steps.get(h.surface, self.max_steps)
+        role = load_prompt(f"specialists/{h.surface}")
+        return f"-{h.surface}", load_prompt("coder_system", max_steps=steps) + "\n\n" + role, steps
 
     def implement(self, h: Hypothesis, ws: Workspace, run_id: str) -> Implementation:
         stem, scope = session_name(ws, h)
@@ -59,7 +70,8 @@ class Coder:
             intervention=h.intervention, predicted=h.predicted_text(), new_labels=", ".join(h.new_labels) or "none",
             readme=readme.text if readme.ok else "(no README.md)", files=tools.list_files(ListArgs()).text,
             skills=skills_text(self.skills, h.skills_used))
-        return self._session(h, ws, run_id, stem, scope, tools, user)
+        suffix, _system, _steps = self._role(h)
+        return self._session(h, ws, run_id, stem + suffix, scope, tools, user)
 
     def repair(self, h: Hypothesis, ws: Workspace, run_id: str, failure: Failure) -> Implementation:
         """A repair turn: the workspace holds the failed attempt; the prompt leads with why it failed."""
@@ -70,16 +82,17 @@ class Coder:
             title=h.title, kind=h.kind, failure_mode=h.failure_mode, evidence=h.evidence,
             intervention=h.intervention, predicted=h.predicted_text(), new_labels=", ".join(h.new_labels) or "none",
             files=tools.list_files(ListArgs()).text)
-        return self._session(h, ws, run_id, f"{stem}-repair{failure.attempt}", scope, tools, user)
+        suffix, _system, _steps = self._role(h)
+        return self._session(h, ws, run_id, f"{stem}{suffix}-repair{failure.attempt}", scope, tools, user)
 
     def _session(self, h: Hypothesis, ws: Workspace, run_id: str, stem: str, scope: str | None, tools: CoderTools,
                  user: str) -> Implementation:
         transcript = Transcript(self.transcripts / f"{stem}.jsonl", agent="coder", model=self.client.model,
                                 meta={"run": run_id, "hypothesis": h.title, "workspace": str(ws.path)})
-        session = AgentSession(self.client, transcript, agent="coder", scope=scope,
-                               system=load_prompt("coder_system", max_steps=self.max_steps), user=user)
+        _suffix, system, steps = self._role(h)
+        session = AgentSession(self.client, transcript, agent="coder", scope=scope, system=system, user=user)
         try:
-            result = run_tool_loop(session, tools.tools(), max_steps=self.max_steps,
+            result = run_tool_loop(session, tools.tools(), max_steps=steps,
                                    nudge="Continue by calling a tool: edit, run_selftest, then commit (or give_up).")
         except LLMRequestError as e:
             transcript.end(False, str(e))

@@ -74,7 +74,8 @@ class LLMProposer:
         transcripts = run_dir / TRANSCRIPTS
         self.diagnostician = Diagnostician(client(settings.diagnostician_model or settings.model), transcripts)
         self.coder = Coder(client(settings.coder_model or settings.model), transcripts, skills,
-                           settings.max_coder_steps)
+                           settings.max_coder_steps,
+                           specialist_steps=settings.specialist_steps if settings.specialists else None)
         self.skill_writer = SkillWriter(client(settings.model), transcripts, skills)
         for c in clients.values():
             self._check(c)

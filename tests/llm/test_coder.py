@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_agent.agents.base import Failure
+from meta_agent.agents.base import Failure, Hypothesis
 from meta_agent.backtest.gate import GateSettings, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
@@ -167,3 +167,27 @@ def test_a_coder_reads_the_generations_rollouts_in_the_evidence_folder_and_nothi
     assert [t["ok"] for t in tools[:3]] == [True, True, False]
     assert "s1-g0-0" in tools[0]["result"] and '"verified": true' in tools[1]["result"]
     assert "outside the evidence folder" in tools[2]["result"]
+
+
+def test_with_specialists_a_hypothesis_goes_to_the_coder_of_its_surface_with_that_roles_budget(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    server = serve("coder_strict_answer")
+    h = strict_answer_hypothesis().model_copy(update={"surface": "rewards"})
+    commit, outcome = math_bench.implement(make_proposer(server, tmp_path / "run", specialists=True), h, sandbox)
+    assert server.errors == [] and outcome.ok and commit is not None, outcome.reason
+    transcript = tmp_path / "run" / "transcripts" / "g0-c0-coder-rewards.jsonl"
+    system = next(e for e in read_events(transcript) if e["type"] == "call")["request"]["messages"][0]["content"]
+    assert "You are the rewards specialist" in system and "at most 20 tool calls" in system
+
+    tight = make_proposer(serve("coder_strict_answer"), tmp_path / "tight", specialists=True,
+                          specialist_steps={"rewards": 3})
+    _commit, stopped = math_bench.implement(tight, h, sandbox, k=1)
+    assert not stopped.ok and stopped.reason.startswith("coder stopped"), stopped.reason
+    steps = [e for e in read_events(tmp_path / "tight" / "transcripts" / "g0-c1-coder-rewards.jsonl")
+             if e["type"] == "tool"]
+    assert len(steps) <= 3 + 2, "the specialist's own budget (3), not max_coder_steps (20)"
+
+
+def test_an_unknown_surface_goes_to_the_generalist_instead_of_failing_the_diagnosis() -> None:
+    h = Hypothesis.model_validate({**strict_answer_hypothesis().model_dump(), "surface": "everything"})
+    assert h.surface is None

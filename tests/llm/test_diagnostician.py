@@ -86,6 +86,7 @@ def test_the_diagnostician_opens_and_cites_rollouts_beyond_the_reports_exemplars
     prompt = server.requests[0]["messages"][1]["content"]
     assert "s1-g3-1" not in prompt, "not among the report's exemplars: the model found it itself"
     assert h.evidence_rollouts == ["s1-g3-1", "s1-g0-0"]
+    assert h.surface == "prompts", "routed to the prompts specialist"
     path = tmp_path / "run" / "transcripts" / "g4-diagnostician.jsonl"
     reads = [e for e in read_events(path) if e["type"] == "tool" and e["name"] == "read_file"]
     assert [r["ok"] for r in reads] == [True, True]
