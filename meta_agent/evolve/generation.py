@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import git
+
 from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.domains.base import EvalResult
-from meta_agent.evolve.candidate import CandidateRun, GenerationView
+from meta_agent.evolve.candidate import CandidateRun, GenerationView, failure_text
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
@@ -188,12 +190,17 @@ class Generation:
         main_replay = {r.rollout_id: r for r in read_jsonl(self.dir / "main-replay" / "replay.jsonl", ReplayRecord)}
         return main_replay, replay_set
 
-    def _evidence(self, control_run: TrainedRun) -> Path:
-        """Rewritten whenever the generation runs (a resumed one too): its coders read it after the diagnosis."""
+    def _evidence(self, control_run: TrainedRun) -> Path | None:
+        """Rewritten whenever the generation runs (a resumed one too): its coders read it after the diagnosis.
+        Evidence helps the agents; it is not worth the run: if it cannot be written they work without it."""
         report = self.dir / "main" / "report.md"
-        return write_evidence(self.dir / "evidence", generation=self.g, rollouts=control_run.rollouts,
-                              report_md=report.read_text() if report.is_file() else "", repo=self.ctx.repo,
-                              main=self.main_before)
+        try:
+            return write_evidence(self.dir / "evidence", generation=self.g, rollouts=control_run.rollouts,
+                                  report_md=report.read_text() if report.is_file() else "", repo=self.ctx.repo,
+                                  main=self.main_before)
+        except (OSError, ValueError, git.GitCommandError) as e:
+            self.ctx.reporter.phase(f"gen {self.g}: no evidence folder this generation ({failure_text(e, 300)})")
+            return None
 
     def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
         ctx = self.ctx

@@ -61,8 +61,14 @@ def test_a_candidate_that_fails_static_is_repaired_backtested_again_and_merged(t
 
 def test_a_proposer_that_declines_the_repair_leaves_the_static_rejection(tmp_path: Path) -> None:
     run = tmp_path / "decline"
+    # Also: an evidence folder that cannot be written (a file where its build dir goes) costs the agents
+    # their evidence for that generation, not the run.
+    (run / "gen-000").mkdir(parents=True)
+    (run / "gen-000" / "evidence.new").write_text("in the way")
     res = _evolve(run, "give_up")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "no evidence folder this generation" in res.stdout + res.stderr
+    assert not (run / "gen-000" / "evidence").exists()
     [repaired] = journal(run, Repaired)
     assert repaired["commit"] is None and repaired["reason"].startswith("cannot repair a static failure")
     [verdict] = journal(run, VerdictRecorded)
