@@ -108,6 +108,8 @@ class LLMSettings(BaseModel):
     coder_model: str | None = Field(None, description="override for the coder agents")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
     max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop")
+    diagnostician_tokens: int = Field(150_000, ge=1_000, description="prompt + completion tokens one diagnosis "
+                                                                      "may use while it reads the evidence")
     specialists: bool = Field(False, description="route each hypothesis to the coder of its surface (rewards, "
                                                  "filters, rl_settings, prompts, diagnostics): that role's prompt "
                                                  "and step budget (specialist_steps)")

@@ -20,7 +20,8 @@ from meta_agent.llm.tools import Tool, ToolResult
 from meta_agent.llm.transcript import Transcript
 from meta_agent.report.rollout_report import RolloutReport
 
-MAX_STEPS = 12
+MAX_STEPS = 40
+"""A backstop: what bounds a diagnosis is its token budget (llm.diagnostician_tokens)."""
 SOURCES_CHARS = 12_000
 READ_CHARS = 20_000
 GREP_SECONDS = 5.0
@@ -174,9 +175,10 @@ def evidence_text(folder: Path | None) -> str:
 
 
 class Diagnostician:
-    def __init__(self, client: LLMClient, transcripts: Path) -> None:
+    def __init__(self, client: LLMClient, transcripts: Path, max_tokens: int | None = None) -> None:
         self.client = client
         self.transcripts = transcripts
+        self.max_tokens = max_tokens
 
     def diagnose(self, ctx: ProposalContext, k: int, skills_text: str, skill_names: set[str]) -> list[Hypothesis]:
         """Up to k validated hypotheses; [] (with the reason in the transcript) when the model fails to deliver."""
@@ -192,8 +194,9 @@ class Diagnostician:
                                system=load_prompt("diagnostician_system", k=k), user=user)
         submit = Tool("submit_hypotheses", f"Submit the diagnosis: at most {k} hypotheses, best first. Ends the "
                                            f"session.", Diagnosis, lambda d: ToolResult("received", done=True, value=d))
-        result = run_tool_loop(session, [*reader.tools(), submit], max_steps=MAX_STEPS,
-                               nudge="Continue: read what you need, then call submit_hypotheses.")
+        result = run_tool_loop(session, [*reader.tools(), submit], max_steps=MAX_STEPS, max_tokens=self.max_tokens,
+                               nudge="Continue: read what you need, then call submit_hypotheses.",
+                               finish="Call submit_hypotheses now with what you have found.")
         if not result.finished:
             transcript.end(False, f"no diagnosis: {result.reason}")
             return []

@@ -72,7 +72,8 @@ class LLMProposer:
             return clients[model]
 
         transcripts = run_dir / TRANSCRIPTS
-        self.diagnostician = Diagnostician(client(settings.diagnostician_model or settings.model), transcripts)
+        self.diagnostician = Diagnostician(client(settings.diagnostician_model or settings.model), transcripts,
+                                           max_tokens=settings.diagnostician_tokens)
         self.coder = Coder(client(settings.coder_model or settings.model), transcripts, skills,
                            settings.max_coder_steps,
                            specialist_steps=settings.specialist_steps if settings.specialists else None)

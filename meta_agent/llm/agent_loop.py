@@ -57,17 +57,39 @@ class AgentSession:
     def say(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
 
+    def remind(self, text: str) -> None:
+        """A note from the loop: appended to the last tool result when there is one (the turn structure the
+        model expects stays the same), else said as a user message."""
+        last = self.messages[-1]
+        if last.get("role") == "tool" and len(self.messages) > self._logged:
+            last["content"] = f"{last['content']}\n\n[meta-agent] {text}"
+        else:
+            self.say(text)
+
     def answer(self, call_id: str, text: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
 
 
 def run_tool_loop(session: AgentSession, tools: list[Tool], *, max_steps: int, max_result_chars: int = 12_000,
-                  nudge: str = "Continue by calling one of your tools.") -> LoopResult:
+                  nudge: str = "Continue by calling one of your tools.", max_tokens: int | None = None,
+                  finish: str = "Finish now with your final tool.") -> LoopResult:
+    """`max_tokens`: prompt + completion tokens of the whole session (cached replies count too, so a resumed
+    run takes the same path); past 80% the model is told once to finish, at 100% the loop stops."""
     by_name = {t.name: t for t in tools}
-    steps = bad_streak = silent_streak = 0
+    steps = bad_streak = silent_streak = tokens = 0
+    warned = False
     log = session.transcript
     while True:
+        if max_tokens is not None and tokens >= max_tokens:
+            reason = f"token budget reached: {tokens:,} of {max_tokens:,} tokens without finishing"
+            log.note(reason)
+            return LoopResult(finished=False, reason=reason, steps=steps)
+        if max_tokens is not None and not warned and tokens >= 0.8 * max_tokens:
+            warned = True
+            log.note(f"{tokens:,} of {max_tokens:,} tokens used: asking the model to finish")
+            session.remind(f"You have used {tokens:,} of your {max_tokens:,}-token budget. {finish}")
         reply = session.ask(tools)
+        tokens += reply.prompt_tokens + reply.completion_tokens
         if not reply.tool_calls:
             silent_streak += 1
             if silent_streak > 1:

@@ -73,15 +73,19 @@ def test_a_second_malformed_submission_yields_no_hypotheses_and_says_why(
     assert "no usable hypotheses" in capsys.readouterr().err
 
 
-def test_the_diagnostician_opens_and_cites_rollouts_beyond_the_reports_exemplars(
-        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+def _evidence_context(tmp_path: Path) -> ProposalContext:
     ctx = context(tmp_path, generation=4)
     repo = git.Repo(ctx.harness_dir)
     rollouts, _tasks = zero_variance_rollouts()
     ctx.evidence_dir = write_evidence(tmp_path / "evidence", generation=4, rollouts=rollouts, report_md="# report",
                                       repo=repo, main=repo.head.commit.hexsha)
+    return ctx
+
+
+def test_the_diagnostician_opens_and_cites_rollouts_beyond_the_reports_exemplars(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
     server = serve("diagnose_evidence")
-    [h] = make_proposer(server, tmp_path / "run").propose(ctx, k=1)
+    [h] = make_proposer(server, tmp_path / "run").propose(_evidence_context(tmp_path), k=1)
     assert server.errors == []
     prompt = server.requests[0]["messages"][1]["content"]
     assert "s1-g3-1" not in prompt, "not among the report's exemplars: the model found it itself"
@@ -90,3 +94,20 @@ def test_the_diagnostician_opens_and_cites_rollouts_beyond_the_reports_exemplars
     path = tmp_path / "run" / "transcripts" / "g4-diagnostician.jsonl"
     reads = [e for e in read_events(path) if e["type"] == "tool" and e["name"] == "read_file"]
     assert [r["ok"] for r in reads] == [True, True]
+
+
+def test_a_diagnosis_is_bounded_by_its_token_budget_and_told_to_finish_first(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_evidence")
+    assert make_proposer(server, tmp_path / "full").propose(_evidence_context(tmp_path / "a"), k=1)
+    calls = [e for e in read_events(tmp_path / "full" / "transcripts" / "g4-diagnostician.jsonl")
+             if e["type"] == "call"]
+    first = calls[0]["usage"]["prompt_tokens"] + calls[0]["usage"]["completion_tokens"]
+    # A budget the first call fills to 90%: the model is told to finish, then the budget ends the session.
+    hyps = make_proposer(server, tmp_path / "tight", diagnostician_tokens=int(first / 0.9)).propose(
+        _evidence_context(tmp_path / "b"), k=1)
+    assert hyps == [] and server.errors == []
+    notes = [n["text"] for n in read_events(tmp_path / "tight" / "transcripts" / "g4-diagnostician.jsonl")
+             if n["type"] == "note"]
+    assert any("asking the model to finish" in n for n in notes) and any("token budget reached" in n for n in notes)
+    assert "Call submit_hypotheses now" in str(server.requests[-1]["messages"][-1]["content"])
