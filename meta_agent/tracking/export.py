@@ -145,8 +145,8 @@ def sync_tracker(run_dir: Path, tracker: Tracker, timeout: float = EXPORT_TIMEOU
     except subprocess.TimeoutExpired:
         return f"the {tracker} export took over {timeout:.0f} s"
     if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        return f"the {tracker} export failed: {' / '.join(tail)}"
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:]
+        return f"the {tracker} export failed: {' '.join(tail)[:1000]}"
     return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -42,3 +44,9 @@ def test_help_lists_the_choices_of_a_choice_option() -> None:
 def test_run_dir_help_shows_its_placeholders_literally(command: str) -> None:
     res = runner.invoke(app, [command, "--help"], terminal_width=200)
     assert f"runs/<time>-{command}-<domain>" in flat(res.output), res.output
+
+
+def test_track_on_a_directory_without_a_run_says_so_in_one_line(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["track", str(tmp_path), "--tracker", "mlflow"])
+    assert res.exit_code == 1 and "holds no evolve run" in flat(res.output), res.output
+    assert "Traceback" not in res.output and "File " not in res.output
