@@ -275,15 +275,12 @@ def track(
     rejected and merged with their deltas, time and LLM spend; per training run its optimizer steps;
     at the end evolved vs static on the test split. Prints the command that opens them.
     """
-    from meta_agent.errors import RunDirError
-    from meta_agent.eventlog import EVENTS
+    from meta_agent.eventlog import require_run
     from meta_agent.tracking.export import check_available, sync_tracker, viewer_hint
 
     if tracker == "none":
         raise typer.BadParameter("choose tensorboard, trackio or mlflow", param_hint="--tracker")
-    if not (run_dir / EVENTS).is_file():
-        raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
-                          "printed as its run")
+    require_run(run_dir)
     check_available(tracker)
     problem = sync_tracker(run_dir.resolve(), tracker)
     if problem:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from meta_agent.errors import UserError
+from meta_agent.errors import RunDirError, UserError
 from meta_agent.journal import EVENT_TYPES, Event
 
 EVENTS = "events.jsonl"
@@ -39,6 +39,13 @@ class Record:
     key: str | None
     event: Event
 
+
+
+def require_run(run_dir: Path) -> None:
+    """RunDirError unless `run_dir` holds an evolve run's journal (what every command reading one checks first)."""
+    if not (run_dir / EVENTS).is_file():
+        raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
+                          "printed as its run")
 
 class EventLog:
     """Append-only JSONL of typed events (see the module docstring for torn lines)."""

@@ -14,8 +14,7 @@ from typing import Any
 
 import git
 
-from meta_agent.errors import RunDirError
-from meta_agent.eventlog import EVENTS, EventLog
+from meta_agent.eventlog import EventLog, require_run
 from meta_agent.gitops import is_merged, read_note
 from meta_agent.journal import (
     CandidateCreated,
@@ -50,9 +49,7 @@ CREATE TABLE IF NOT EXISTS stages (cand_id TEXT, stage TEXT, passed INTEGER, rea
 
 def rebuild_index(run_dir: Path) -> Path:
     """(Re)create lineage.sqlite from events.jsonl; returns its path."""
-    if not (run_dir / EVENTS).is_file():
-        raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
-                          "printed as its run")
+    require_run(run_dir)
     log = EventLog(run_dir, repair=False)
     path = run_dir / INDEX
     tmp = path.with_suffix(".tmp")

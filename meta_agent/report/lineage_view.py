@@ -13,8 +13,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from meta_agent.errors import RunDirError
-from meta_agent.eventlog import EVENTS, EventLog
+from meta_agent.eventlog import EventLog, require_run
 from meta_agent.journal import (
     CandidateCreated,
     Combined,
@@ -126,9 +125,7 @@ def _candidate(c: CandidateCreated, log: EventLog, run_dir: Path, page_dir: Path
 
 def collect_lineage(run_dir: Path, page_dir: Path) -> LineageView:
     """The page's data for the run in `run_dir`; links are relative to `page_dir` (where the page goes)."""
-    if not (run_dir / EVENTS).is_file():
-        raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
-                          "printed as its run")
+    require_run(run_dir)
     log = EventLog(run_dir, repair=False)
     started = log.of_type(RunStarted)
     info = read_run_info(run_dir)

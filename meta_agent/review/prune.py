@@ -11,7 +11,7 @@ import git
 from pydantic import BaseModel, Field, TypeAdapter
 
 from meta_agent.errors import RunDirError
-from meta_agent.eventlog import EVENTS, EventLog
+from meta_agent.eventlog import EventLog, require_run
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.gitops import GitOpsError, open_harness, read_note
 from meta_agent.journal import RunDone
@@ -54,9 +54,7 @@ def _note(repo: git.Repo, commit: str) -> dict[str, object] | None:
 
 def prune_run(run_dir: Path) -> Pruned:
     """Archive and delete the candidate branches of a finished run (RunDirError if it is not finished)."""
-    if not (run_dir / EVENTS).is_file():
-        raise RunDirError(f"{run_dir} holds no evolve run (no {EVENTS}); give the directory `meta-agent evolve` "
-                          "printed as its run")
+    require_run(run_dir)
     if not EventLog(run_dir, repair=False).of_type(RunDone):
         raise RunDirError(f"{run_dir} is not finished: its candidate branches are still needed. Finish it with "
                           f"`meta-agent resume {run_dir}` first")
