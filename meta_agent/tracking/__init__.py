@@ -8,7 +8,7 @@ Two writers, on either side of the trust boundary:
 See docs/tracking.md.
 """
 
-from typing import Literal
+from typing import Literal, get_args
 
 Tracker = Literal["none", "tensorboard", "trackio", "mlflow"]
-TRACKERS: tuple[str, ...] = ("none", "tensorboard", "trackio", "mlflow")
+TRACKERS: tuple[str, ...] = get_args(Tracker)

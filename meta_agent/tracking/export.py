@@ -21,11 +21,9 @@ from pathlib import Path
 
 from meta_agent.errors import UserError
 from meta_agent.tracking import TRACKERS, Tracker
-from meta_agent.tracking.run_metrics import RunMetrics, run_metrics
+from meta_agent.tracking.run_metrics import GENERATIONS_RUN, RunMetrics, run_metrics
 
 TRACKER_DIR = "tracker"
-GENERATIONS_RUN = "meta-agent"
-"""The tracker run that holds per-generation metrics; each training run is a run named by its path."""
 EXPORT_TIMEOUT_S = 300
 
 
@@ -40,19 +38,14 @@ def tracker_dir(run_dir: Path, tracker: Tracker) -> Path:
 def _tensorboard(m: RunMetrics, out: Path) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
-    writer = SummaryWriter(str(out / GENERATIONS_RUN))
-    writer.add_text("params", "\n".join(f"- {k}: {v}" for k, v in sorted(m.params.items())) or "-", 0)
-    for g, values in sorted(m.generations.items()):
-        for key, value in values.items():
-            writer.add_scalar(key, value, g)
-    for key, value in m.final.items():
-        writer.add_scalar(key, value, len(m.generations))
-    writer.close()
-    for series in m.training:
-        writer = SummaryWriter(str(out / series.name))
-        for step, values in enumerate(series.steps):
+    for name, rows, params in m.runs():
+        writer = SummaryWriter(str(out / name))
+        if params:
+            writer.add_text("params", "\n".join(f"- {k}: {v}" for k, v in sorted(params.items())), 0)
+        prefix = "" if name == GENERATIONS_RUN else "train/"
+        for step, values in rows:
             for key, value in values.items():
-                writer.add_scalar(f"train/{key}", value, step)
+                writer.add_scalar(prefix + key, value, step)
         writer.close()
 
 
@@ -64,19 +57,13 @@ def _mlflow(m: RunMetrics, out: Path) -> None:
     client = MlflowClient(tracking_uri=f"file:{out.resolve()}")
     experiment = client.create_experiment(f"meta-agent {m.run_id}")
     now = int(time.time() * 1000)
-
-    def log(name: str, rows: list[tuple[int, dict[str, float]]], params: dict[str, str]) -> None:
+    for name, rows, params in m.runs():
         run = client.create_run(experiment, run_name=name, tags={"meta-agent.run_id": m.run_id})
         metrics = [Metric(k, v, now, step) for step, values in rows for k, v in values.items()]
         for i in range(0, max(len(metrics), 1), 900):  # the file store takes at most 1000 per batch
             client.log_batch(run.info.run_id, metrics=metrics[i:i + 900],
                              params=[Param(k, v) for k, v in params.items()] if i == 0 else [])
         client.set_terminated(run.info.run_id)
-
-    rows = sorted(m.generations.items())
-    log(GENERATIONS_RUN, [*rows, (len(rows), m.final)] if m.final else rows, m.params)
-    for series in m.training:
-        log(series.name, list(enumerate(series.steps)), {})
 
 
 def _trackio(m: RunMetrics, out: Path) -> None:
@@ -85,32 +72,25 @@ def _trackio(m: RunMetrics, out: Path) -> None:
         raise RuntimeError("the trackio export must run in a process started with TRACKIO_DIR set to its dir")
     import trackio
 
-    project = f"meta-agent-{m.run_id}"
-
-    def log(name: str, rows: list[tuple[int, dict[str, float]]], config: dict[str, str]) -> None:
-        trackio.init(project=project, name=name, config=dict(config), auto_log_cpu=False, auto_log_gpu=False,
-                     embed=False)
-        for step, values in rows:
-            trackio.log(dict(values), step=step)
-        trackio.finish()
-
     with contextlib.redirect_stdout(io.StringIO()):  # it prints how to open its dashboard at every init
-        rows = sorted(m.generations.items())
-        log(GENERATIONS_RUN, [*rows, (len(rows), m.final)] if m.final else rows, m.params)
-        for series in m.training:
-            log(series.name, list(enumerate(series.steps)), {})
+        for name, rows, params in m.runs():
+            trackio.init(project=f"meta-agent-{m.run_id}", name=name, config=dict(params), auto_log_cpu=False,
+                         auto_log_gpu=False, embed=False)
+            for step, values in rows:
+                trackio.log(dict(values), step=step)
+            trackio.finish()
 
 
 WRITERS = {"tensorboard": _tensorboard, "mlflow": _mlflow, "trackio": _trackio}
-PACKAGES = {"tensorboard": "tensorboard", "mlflow": "mlflow", "trackio": "trackio"}
+"""Each backend's package is named as the tracker is."""
 
 
 def check_available(tracker: Tracker) -> None:
     """One clear error before a run starts, rather than a missing import at the end of a generation."""
     import importlib.util
 
-    if tracker != "none" and importlib.util.find_spec(PACKAGES[tracker]) is None:
-        raise TrackerUnavailable(f"--tracker {tracker}: the {PACKAGES[tracker]} package is not installed "
+    if tracker != "none" and importlib.util.find_spec(tracker) is None:
+        raise TrackerUnavailable(f"--tracker {tracker}: the {tracker} package is not installed "
                                  f"(pip install 'meta-agent[trackers]', or `make setup`, installs all three)")
 
 

@@ -9,7 +9,6 @@ file that does not validate is left out, never trusted). At the end: evolved vs 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -17,9 +16,11 @@ from meta_agent.contract import ContractError, MetricsRecord, read_jsonl
 from meta_agent.eventlog import EventLog
 from meta_agent.journal import GenerationDone
 from meta_agent.llm.accounting import USAGE_FILE, LedgerState
-from meta_agent.report.lineage_view import LineageView, collect_lineage
+from meta_agent.report.lineage_view import GenerationNode, LineageView, collect_lineage
 from meta_agent.runinfo import read_run_info
 
+GENERATIONS_RUN = "meta-agent"
+"""The tracker run that holds per-generation metrics; each training run is a run named by its path."""
 TRAINING_GLOBS = ("gen-*/main", "gen-*/noise-*", "gen-*/cand-*/train", "static/g*")
 STEP_FIELDS = ("reward_mean", "reward_std", "kl", "entropy", "completion_length_mean", "truncation_rate",
                "zero_variance_frac", "clip_ratio", "kept_frac", "loss", "learning_rate")
@@ -39,13 +40,20 @@ class RunMetrics(BaseModel):
     final: dict[str, float]
     training: list[TrainingSeries]
 
+    def runs(self) -> list[tuple[str, list[tuple[int, dict[str, float]]], dict[str, str]]]:
+        """What every backend writes, as (run name, [(step, metrics)], params): meta-agent's generations
+        (the final comparison one step after the last), then each training run by its optimizer steps."""
+        rows = sorted(self.generations.items())
+        if self.final:
+            rows.append((len(rows), self.final))
+        return [(GENERATIONS_RUN, rows, self.params),
+                *((s.name, list(enumerate(s.steps)), {}) for s in self.training)]
 
-def _generation(node: Any, done: GenerationDone | None, usage: LedgerState | None) -> dict[str, float]:
-    out: dict[str, float] = {}
-    if node.score is not None:
-        out.update({"main/selection_score": node.score, "main/ci_low": node.low, "main/ci_high": node.high})
-    if node.noise_floor is not None:
-        out["main/noise_floor"] = node.noise_floor
+
+def _generation(node: GenerationNode, done: GenerationDone | None, usage: LedgerState | None) -> dict[str, float]:
+    main = {"main/selection_score": node.score, "main/ci_low": node.low, "main/ci_high": node.high,
+            "main/noise_floor": node.noise_floor}
+    out: dict[str, float] = {k: v for k, v in main.items() if v is not None}
     cands = node.candidates
     out["candidates/proposed"] = len(cands)
     for verdict in ("promoted", "rejected", "conflict", "not implemented"):
