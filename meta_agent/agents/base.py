@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -13,7 +13,7 @@ from meta_agent.skills.store import SkillSet
 from sandboxes import Session
 
 Surface = Literal["rewards", "filters", "rl_settings", "prompts", "diagnostics"]
-SURFACES: tuple[str, ...] = ("rewards", "filters", "rl_settings", "prompts", "diagnostics")
+SURFACES: tuple[str, ...] = get_args(Surface)
 
 
 class PredictedEffect(BaseModel):

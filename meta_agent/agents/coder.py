@@ -62,7 +62,6 @@ class Coder:
         return f"-{h.surface}", load_prompt("coder_system", max_steps=steps) + "\n\n" + role, steps
 
     def implement(self, h: Hypothesis, ws: Workspace, run_id: str) -> Implementation:
-        stem, scope = session_name(ws, h)
         tools = CoderTools(ws)
         readme = tools.read_file(ReadArgs(path="README.md"))
         user = load_prompt(
@@ -70,26 +69,26 @@ class Coder:
             intervention=h.intervention, predicted=h.predicted_text(), new_labels=", ".join(h.new_labels) or "none",
             readme=readme.text if readme.ok else "(no README.md)", files=tools.list_files(ListArgs()).text,
             skills=skills_text(self.skills, h.skills_used))
-        suffix, _system, _steps = self._role(h)
-        return self._session(h, ws, run_id, stem + suffix, scope, tools, user)
+        return self._session(h, ws, run_id, tools, user)
 
     def repair(self, h: Hypothesis, ws: Workspace, run_id: str, failure: Failure) -> Implementation:
         """A repair turn: the workspace holds the failed attempt; the prompt leads with why it failed."""
-        stem, scope = session_name(ws, h)
         tools = CoderTools(ws)
         user = load_prompt(
             "coder_repair", attempt=failure.attempt, run_id=run_id, stage=failure.stage, failure=failure.reason,
             title=h.title, kind=h.kind, failure_mode=h.failure_mode, evidence=h.evidence,
             intervention=h.intervention, predicted=h.predicted_text(), new_labels=", ".join(h.new_labels) or "none",
             files=tools.list_files(ListArgs()).text)
-        suffix, _system, _steps = self._role(h)
-        return self._session(h, ws, run_id, f"{stem}{suffix}-repair{failure.attempt}", scope, tools, user)
+        return self._session(h, ws, run_id, tools, user, tail=f"-repair{failure.attempt}")
 
-    def _session(self, h: Hypothesis, ws: Workspace, run_id: str, stem: str, scope: str | None, tools: CoderTools,
-                 user: str) -> Implementation:
-        transcript = Transcript(self.transcripts / f"{stem}.jsonl", agent="coder", model=self.client.model,
+    def _session(self, h: Hypothesis, ws: Workspace, run_id: str, tools: CoderTools, user: str,
+                 tail: str = "") -> Implementation:
+        """One coder session; its transcript is <session name><-surface of a specialist><tail>.jsonl."""
+        stem, scope = session_name(ws, h)
+        suffix, system, steps = self._role(h)
+        transcript = Transcript(self.transcripts / f"{stem}{suffix}{tail}.jsonl", agent="coder",
+                                model=self.client.model,
                                 meta={"run": run_id, "hypothesis": h.title, "workspace": str(ws.path)})
-        _suffix, system, steps = self._role(h)
         session = AgentSession(self.client, transcript, agent="coder", scope=scope, system=system, user=user)
         try:
             result = run_tool_loop(session, tools.tools(), max_steps=steps,

@@ -27,6 +27,7 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note, export_tree
 from meta_agent.journal import CandidateCreated, Repaired, StageDone, VerdictRecorded
+from meta_agent.llm.text import bound
 from meta_agent.report.render import write_report
 from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
@@ -139,6 +140,7 @@ class CandidateRun:
         ctx, h = self.ctx, self.hypothesis
         ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k}: repair {attempt} after failing {failed.stage}")
         failure = Failure(stage=failed.stage, reason=bound(failed.reason, MAX_FAILURE_CHARS), attempt=attempt)
+        # (llm.text.bound keeps head and tail: pytest's summary and the replay's finding are at the end)
         started = time.monotonic()
         try:
             new, outcome = implement(
@@ -239,8 +241,5 @@ def note_for(v: Verdict, log: EventLog) -> str:
 
 def failure_text(e: BaseException, limit: int = 2000) -> str:
     """`Type: message` of an exception, bounded: it goes into the journal, a verdict and a git note."""
-    return bound(f"{type(e).__name__}: {e}", limit)
-
-
-def bound(text: str, limit: int) -> str:
+    text = f"{type(e).__name__}: {e}"
     return text if len(text) <= limit else text[:limit] + " [...]"
