@@ -150,9 +150,11 @@ def run(ctx: RunContext) -> RunSummary:
     with repo_lock(ctx.repo, ctx.run_dir):
         policy, history = ctx.root_policy, None
         for g in range(ctx.cfg.generations):
+            ran = ctx.log.done(f"g{g}/done", GenerationDone) is None
             done = Generation(ctx, g, policy, history).run()
             policy, history = Path(done.next_policy), Path(done.history)
-            _track(ctx)
+            if ran:  # a resume passes finished generations; the export after the run covers them
+                _track(ctx)
         summary = finalize(ctx, policy)
     rebuild_index(ctx.run_dir)
     write_run_page(ctx.run_dir, ctx.reporter.phase)
