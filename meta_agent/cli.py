@@ -155,6 +155,9 @@ def evolve(
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
     coder_model: Annotated[str | None, typer.Option(help="model for the coder agents (default: --model)")] = None,
+    coder: Annotated[Literal["builtin", "mini-swe-agent", "claude-code", "codex"] | None, typer.Option(
+        help="who writes each candidate's code for --proposer llm: builtin (default), or an external coding agent "
+             "run in the candidate's sandbox, reaching only the model endpoint")] = None,
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")] = None,
     llm_tokens: Annotated[int | None, typer.Option(help="hard LLM token budget for the run")] = None,
     llm_dollars: Annotated[float | None, typer.Option(help="hard LLM dollar budget for the run")] = None,
@@ -185,7 +188,7 @@ def evolve(
     if sandbox_name:
         values.setdefault("sandbox", {})["backend"] = sandbox_name
     for key, value in (("model", model), ("diagnostician_model", diagnostician_model),
-                       ("coder_model", coder_model), ("api_base", api_base)):
+                       ("coder_model", coder_model), ("api_base", api_base), ("coder", coder)):
         if value:
             values.setdefault("llm", {})[key] = value
     budget: dict[str, float | int | None] = {"wall_minutes": budget_minutes, "llm_tokens": llm_tokens,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from meta_agent.backtest.gate import GateSettings
 from meta_agent.domains import BUILTIN, DOMAINS, domain_entry
@@ -107,7 +107,12 @@ class LLMSettings(BaseModel):
     diagnostician_model: str | None = Field(None, description="override for the diagnostician")
     coder_model: str | None = Field(None, description="override for the coder agents")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
-    max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop")
+    coder: Literal["builtin", "mini-swe-agent", "claude-code", "codex"] = Field(
+        "builtin", description="who writes the code: builtin (meta-agent's own tool loop), or an external coding "
+                               "agent run in the candidate's sandbox (docs/llm-agents.md)")
+    max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop (external "
+                                                       "coders: model turns)")
+    coder_timeout_s: float = Field(1800, gt=0, description="wall-clock limit of one external coder session")
     diagnostician_tokens: int = Field(150_000, ge=1_000, description="prompt + completion tokens one diagnosis "
                                                                       "may use while it reads the evidence")
     specialists: bool = Field(False, description="route each hypothesis to the coder of its surface (rewards, "
@@ -153,6 +158,13 @@ class EvolveConfig(RunConfig):
         if not PROPOSERS.valid(name):
             raise ValueError(f"unknown proposer {name!r}; available: {PROPOSERS.describe()}")
         return name
+
+    @model_validator(mode="after")
+    def _coder_needs_llm(self) -> EvolveConfig:
+        if self.llm.coder != "builtin" and self.proposer == "skills":
+            raise ValueError(f"--coder {self.llm.coder} needs --proposer llm: the skills proposer applies skills "
+                             f"itself and runs no coding agent")
+        return self
 
     @property
     def steps(self) -> int:

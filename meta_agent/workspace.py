@@ -110,6 +110,7 @@ def implement(
     path = export_tree(repo, base, work)
     extra = [p.parent for p in (rollouts, tasks) if p is not None] + ([evidence] if evidence else [])
     mounts = [Mount(kit_dir.resolve())] + [Mount(p.resolve()) for p in [*readable, *extra] if p.exists()]
+    mounts += getattr(proposer, "mounts", list)()  # e.g. an external coder's relay socket
     with sandbox.open(path, mounts=mounts, limits=limits) as session:
         ws = Workspace(path=path, session=session, kit_dir=kit_dir.resolve(), rollouts=rollouts, tasks=tasks,
                        evidence=evidence)

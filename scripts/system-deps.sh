@@ -8,6 +8,7 @@
 #   docker.io    the `docker` sandbox backend and its tests (the tests start a private dockerd)
 #   debootstrap  builds the docker backend's base image without an image registry
 #   chromium     the headless browser the test suite loads the lineage page in
+#   npm          installs the external coders (--coder claude-code | codex) into .venv/coders
 #
 # META_AGENT_SYSTEM_DEPS=bwrap limits this to bubblewrap (no Docker backend, no test suite: enough to run);
 # META_AGENT_SYSTEM_DEPS_PATH overrides where the commands are looked for (default: PATH + sbin).
@@ -19,14 +20,15 @@ check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
 # package -> the command that proves it is installed
-declare -A provides=([bubblewrap]=bwrap [docker.io]=dockerd [debootstrap]=debootstrap [chromium]=chromium)
+declare -A provides=([bubblewrap]=bwrap [docker.io]=dockerd [debootstrap]=debootstrap [chromium]=chromium [npm]=npm)
 declare -A why=(
   [bubblewrap]="the bwrap sandbox that runs every harness command"
   [docker.io]="the docker sandbox backend and its tests"
   [debootstrap]="building the docker backend's image without a registry"
   [chromium]="the test that loads the lineage page in a real (headless) browser"
+  [npm]="installing the Claude Code and Codex CLI coders (node runs them in the sandbox)"
 )
-wanted=(bubblewrap docker.io debootstrap chromium)
+wanted=(bubblewrap docker.io debootstrap chromium npm)
 [ "${META_AGENT_SYSTEM_DEPS:-all}" = "bwrap" ] && wanted=(bubblewrap)
 
 # Where the commands are looked for: PATH plus the sbin dirs a non-root PATH often lacks.

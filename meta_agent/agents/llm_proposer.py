@@ -15,6 +15,7 @@ from pathlib import Path
 from meta_agent.agents.base import Failure, Hypothesis, Implementation, Outcome, ProposalContext, Workspace
 from meta_agent.agents.coder import Coder
 from meta_agent.agents.diagnostician import Diagnostician
+from meta_agent.agents.external.coder import ExternalCoder, external_coder
 from meta_agent.agents.skill_writer import SkillWriter
 from meta_agent.config import BudgetSettings, ConfigFileError, EvolveConfig, LLMSettings
 from meta_agent.errors import BudgetExhausted
@@ -32,6 +33,7 @@ from meta_agent.llm.accounting import USAGE_FILE
 from meta_agent.llm.cache import CACHE_DIR, ResponseCache
 from meta_agent.skills.retrieve import rank, render_for_prompt
 from meta_agent.skills.store import SkillSet
+from sandboxes import Mount
 
 SKILLS_IN_PROMPT = 6
 SKILL_PROMPT_TOKENS = 3_000
@@ -74,9 +76,13 @@ class LLMProposer:
         transcripts = run_dir / TRANSCRIPTS
         self.diagnostician = Diagnostician(client(settings.diagnostician_model or settings.model), transcripts,
                                            max_tokens=settings.diagnostician_tokens)
-        self.coder = Coder(client(settings.coder_model or settings.model), transcripts, skills,
-                           settings.max_coder_steps,
-                           specialist_steps=settings.specialist_steps if settings.specialists else None)
+        self.coder: Coder | ExternalCoder
+        if settings.coder == "builtin":
+            self.coder = Coder(client(settings.coder_model or settings.model), transcripts, skills,
+                               settings.max_coder_steps,
+                               specialist_steps=settings.specialist_steps if settings.specialists else None)
+        else:
+            self.coder = external_coder(settings, self.ledger, self.budget, transcripts)
         self.skill_writer = SkillWriter(client(settings.model), transcripts, skills)
         for c in clients.values():
             self._check(c)
@@ -89,6 +95,10 @@ class LLMProposer:
         if self.budget.dollars is not None and c.price() is None:
             raise ConfigFileError(f"a dollar budget cannot be enforced for {c.model}: litellm has no price for it; "
                                   f"use a token budget (budget.llm_tokens) instead")
+
+    def mounts(self) -> list[Mount]:
+        """Extra read-only mounts of a candidate's sandbox session (an external coder's relay socket)."""
+        return self.coder.mounts() if isinstance(self.coder, ExternalCoder) else []
 
     def budget_reason(self) -> str | None:
         """None while the run's LLM budgets have room; else a sentence saying which one is used up."""

@@ -56,7 +56,7 @@ def skill_set(run_dir: Path) -> SkillSet:
 
 def make_proposer(server: ReplayServer, run_dir: Path, *, budget: BudgetSettings | None = None,
                   retry: RetryPolicy = FAST_RETRY, **llm: Any) -> LLMProposer:
-    settings = LLMSettings(model="openai/replay", api_base=server.api_base, **llm)
+    settings = LLMSettings(**{"model": "openai/replay", "api_base": server.api_base, **llm})
     run_dir.mkdir(parents=True, exist_ok=True)
     return LLMProposer(skills=skill_set(run_dir), settings=settings, run_dir=run_dir, budget=budget or BudgetSettings(),
                        retry=retry)

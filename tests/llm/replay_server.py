@@ -13,6 +13,7 @@ import json
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ class Turn(BaseModel):
 
 class Conversation(BaseModel):
     name: str
-    agent: str = Field(description="matched in the system prompt: 'You are meta-agent's <agent>'")
+    agent: str = Field(description="matched in the system prompt (or, for an external agent with its own system "
+                                   "prompt, the first user message): 'You are meta-agent's <agent>'")
     match: str | None = Field(None, description="substring of the first user message")
     turns: list[Turn]
     repeat_last: bool = Field(False, description="serve the last turn forever (an agent that never stops)")
@@ -75,17 +77,66 @@ class Scenario(BaseModel):
         return merged
 
 
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-    return str(content or "")
+def _text(value: Any, depth: int = 0) -> str:
+    """The text in a message of any of the three APIs: strings, text blocks, tool results, outputs."""
+    if depth > 6:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return " ".join(_text(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return " ".join(_text(value[k], depth + 1) for k in ("text", "content", "output") if k in value)
+    return ""
+
+
+@dataclass(frozen=True)
+class View:
+    """What matching needs from a request, whichever API it came in."""
+
+    system: str
+    first_user: str
+    last: str
+    turn_no: int
+
+
+def chat_view(body: dict[str, Any]) -> View:
+    messages = body.get("messages", [])
+    return View(system=next((_text(m) for m in messages if m.get("role") == "system"), ""),
+                first_user=next((_text(m) for m in messages if m.get("role") == "user"), ""),
+                last=_text(messages[-1]) if messages else "",
+                turn_no=sum(1 for m in messages if m.get("role") == "assistant"))
+
+
+def anthropic_view(body: dict[str, Any]) -> View:
+    """Anthropic messages: the system prompt is its own field; tool results come back as user messages."""
+    messages = body.get("messages", [])
+    return View(system=_text(body.get("system", "")),
+                first_user=next((_text(m) for m in messages if m.get("role") == "user"), ""),
+                last=_text(messages[-1]) if messages else "",
+                turn_no=sum(1 for m in messages if m.get("role") == "assistant"))
+
+
+def responses_view(body: dict[str, Any]) -> View:
+    """OpenAI responses: one `input` list of items. The turn is read from the ids of the calls this server
+    made (`call_<conversation>_<turn>_<i>`), echoed back in the input, as a stateless agent resends them."""
+    items = body.get("input", [])
+    items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+    turns = {c.get("call_id", "").rsplit("_", 2)[-2] for c in items
+             if c.get("type") == "function_call" and str(c.get("call_id", "")).count("_") >= 3}
+    return View(system=_text(body.get("instructions", "")) + " ".join(
+                    _text(i) for i in items if i.get("role") in ("system", "developer")),
+                first_user=" ".join(_text(i) for i in items if i.get("role") == "user"),
+                last=_text(items[-1]) if items else "",
+                turn_no=len(turns))
 
 
 class ReplayState:
     def __init__(self) -> None:
         self.scenario = Scenario()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        """Each request's headers, in order: what credentials reached the server."""
         self.errors: list[str] = []
         self.fault_hits: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -93,6 +144,7 @@ class ReplayState:
     def load(self, scenario: Scenario) -> None:
         with self.lock:
             self.scenario, self.requests, self.errors, self.fault_hits = scenario, [], [], {}
+            self.headers = []
 
     def _fault(self, key: str, faults: list[Fault]) -> Fault | None:
         """The fault that answers this request, counting per key so `times` runs out."""
@@ -105,20 +157,22 @@ class ReplayState:
                 return f
         return None
 
-    def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
+    def respond(self, body: dict[str, Any], view: View | None = None
+                ) -> tuple[int, dict[str, Any] | tuple[Conversation, int], float]:
+        """(status, an error / malformed body, or the (conversation, turn) to answer with, delay)."""
+        view = view or chat_view(body)
         with self.lock:
             self.requests.append(body)
-            messages = body.get("messages", [])
-            system = next((_text(m) for m in messages if m.get("role") == "system"), "")
-            first_user = next((_text(m) for m in messages if m.get("role") == "user"), "")
+            system, first_user = view.system, view.first_user
             conv = next((c for c in self.scenario.conversations
-                         if f"meta-agent's {c.agent}" in system and (c.match is None or c.match in first_user)), None)
+                         if f"meta-agent's {c.agent}" in system + first_user
+                         and (c.match is None or c.match in first_user)), None)
             fault = self._fault("*", self.scenario.faults)
             if fault is None and conv is None:
                 self.errors.append(f"no recorded conversation for system prompt {system[:80]!r} / "
                                    f"first user message {first_user[:80]!r}")
                 return 400, {"error": {"message": self.errors[-1], "type": "invalid_request_error"}}, 0.0
-            turn_no = sum(1 for m in messages if m.get("role") == "assistant")
+            turn_no = view.turn_no
             if fault is None and conv is not None:
                 if turn_no >= len(conv.turns) and not conv.repeat_last:
                     self.errors.append(f"{conv.name}: the agent asked for turn {turn_no}, only {len(conv.turns)} "
@@ -126,9 +180,9 @@ class ReplayState:
                     return 400, {"error": {"message": self.errors[-1], "type": "invalid_request_error"}}, 0.0
                 turn = conv.turns[min(turn_no, len(conv.turns) - 1)]
                 fault = self._fault(f"{conv.name}/{turn_no}", turn.faults)
-                if fault is None and turn.expect is not None and turn.expect not in _text(messages[-1]):
+                if fault is None and turn.expect is not None and turn.expect not in view.last:
                     self.errors.append(f"{conv.name} turn {turn_no}: expected {turn.expect!r} in the last message, "
-                                       f"got {_text(messages[-1])[:300]!r}")
+                                       f"got {view.last[:300]!r}")
             if fault is not None and fault.body is not None:
                 return 200, fault.body, fault.delay_s
             if fault is not None:
@@ -140,9 +194,9 @@ class ReplayState:
             else:
                 delay = 0.0
             assert conv is not None
-            return 200, self._completion(body, conv, turn_no), delay
+            return 200, (conv, turn_no), delay
 
-    def _completion(self, body: dict[str, Any], conv: Conversation, turn_no: int) -> dict[str, Any]:
+    def completion(self, body: dict[str, Any], conv: Conversation, turn_no: int) -> dict[str, Any]:
         turn = conv.turns[min(turn_no, len(conv.turns) - 1)]
         calls = [{"id": f"call_{conv.name}_{turn_no}_{i}", "type": "function",
                   "function": {"name": c.name,
@@ -169,11 +223,48 @@ def make_app(state: ReplayState) -> FastAPI:
     async def chat(request: Request) -> Response:
         import asyncio
 
-        status, payload, delay = state.respond(await request.json())
+        state.headers.append(dict(request.headers))
+        body = await request.json()
+        status, payload, delay = state.respond(body)
         if delay:
             await asyncio.sleep(delay)
+        if isinstance(payload, tuple):
+            payload = state.completion(body, *payload)
         # ASCII-escaped JSON, as providers send it: a lone surrogate in a reply stays a valid `\ud800` escape
         return Response(json.dumps(payload), status_code=status, media_type="application/json")
+
+    @app.post("/v1/messages")
+    async def messages(request: Request) -> Response:
+        """Anthropic messages, as Claude Code calls them (streamed)."""
+        from tests.llm.replay_formats import anthropic_message, anthropic_stream
+
+        state.headers.append(dict(request.headers))
+        body = await request.json()
+        return await _answer(body, state.respond(body, anthropic_view(body)), anthropic_message, anthropic_stream)
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Response:
+        """OpenAI responses, as Codex CLI calls them (streamed)."""
+        from tests.llm.replay_formats import response_object, response_stream
+
+        state.headers.append(dict(request.headers))
+        body = await request.json()
+        return await _answer(body, state.respond(body, responses_view(body)), response_object, response_stream)
+
+    async def _answer(body: dict[str, Any], answer: tuple[int, dict[str, Any] | tuple[Conversation, int], float],
+                      render: Any, stream: Any) -> Response:
+        import asyncio
+
+        status, payload, delay = answer
+        if delay:
+            await asyncio.sleep(delay)
+        if not isinstance(payload, tuple):
+            return Response(json.dumps(payload), status_code=status, media_type="application/json")
+        conv, turn_no = payload
+        reply = render(body, conv.name, turn_no, conv.turns[min(turn_no, len(conv.turns) - 1)])
+        if body.get("stream"):
+            return Response(stream(reply), media_type="text/event-stream")
+        return Response(json.dumps(reply), media_type="application/json")
 
     return app
 
@@ -193,6 +284,11 @@ class ReplayServer:
     @property
     def api_base(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def origin(self) -> str:
+        """The base an Anthropic client wants (it adds /v1/messages itself)."""
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ReplayServer:
         self.thread.start()

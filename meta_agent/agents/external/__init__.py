@@ -1,0 +1,1 @@
+"""External coding agents (mini-swe-agent, Claude Code, Codex CLI) as meta-agent's coder, in the sandbox."""
