@@ -159,6 +159,8 @@ def evolve(
         help="who writes each candidate's code for --proposer llm: builtin (default), or an external coding agent "
              "run in the candidate's sandbox, reaching only the model endpoint")] = None,
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")] = None,
+    coder_api_base: Annotated[str | None, typer.Option(help="base URL of the coder's model (default: --api-base)")
+                              ] = None,
     llm_tokens: Annotated[int | None, typer.Option(help="hard LLM token budget for the run")] = None,
     llm_dollars: Annotated[float | None, typer.Option(help="hard LLM dollar budget for the run")] = None,
     skills: Annotated[list[Path] | None, typer.Option("--skills", help="extra skills library (repeatable)")] = None,
@@ -188,7 +190,8 @@ def evolve(
     if sandbox_name:
         values.setdefault("sandbox", {})["backend"] = sandbox_name
     for key, value in (("model", model), ("diagnostician_model", diagnostician_model),
-                       ("coder_model", coder_model), ("api_base", api_base), ("coder", coder)):
+                       ("coder_model", coder_model), ("api_base", api_base), ("coder", coder),
+                       ("coder_api_base", coder_api_base)):
         if value:
             values.setdefault("llm", {})[key] = value
     budget: dict[str, float | int | None] = {"wall_minutes": budget_minutes, "llm_tokens": llm_tokens,

@@ -107,6 +107,8 @@ class LLMSettings(BaseModel):
     diagnostician_model: str | None = Field(None, description="override for the diagnostician")
     coder_model: str | None = Field(None, description="override for the coder agents")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
+    coder_api_base: str | None = Field(None, description="base URL of the coder's model when it differs (default: "
+                                                         "api_base), e.g. an Anthropic endpoint for claude-code")
     coder: Literal["builtin", "mini-swe-agent", "claude-code", "codex"] = Field(
         "builtin", description="who writes the code: builtin (meta-agent's own tool loop), or an external coding "
                                "agent run in the candidate's sandbox (docs/llm-agents.md)")

@@ -110,6 +110,16 @@ def render(path: Path, limit: int | None = 600) -> str:
             status = "ok" if e["ok"] else "error"
             result = _indent(_clip(e["result"], limit), "     ")
             out.append(f"  <- {e['name']} {status} ({e['seconds']:.2f} s)\n{result}")
+        elif kind == "exchange":  # an external coder's request, as its relay forwarded it (raw wire format)
+            u = e["usage"]
+            cost = "cost unknown" if e.get("cost") is None else f"${e['cost']:.4f}"
+            error = f" · {e['error']}" if e.get("error") else ""
+            out.append(f"--- {e['method']} {e['path']} · HTTP {e['status']} · {u['prompt_tokens']:,} + "
+                       f"{u['completion_tokens']:,} tokens · {cost} · {e['seconds']:.2f} s{error}")
+            answer = e.get("answer") or e.get("response") or ""
+            out.append(f"[assistant]\n{_indent(_clip(answer, limit))}")
+        elif kind == "refused":
+            out.append(f"--- refused {e['path']} (HTTP {e['status']}): {e['reason']}")
         elif kind == "note":
             out.append(f"  ** {e['text']}")
         elif kind == "end":

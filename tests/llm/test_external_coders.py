@@ -15,6 +15,7 @@ from meta_agent.agents.llm_proposer import LLMStop
 from meta_agent.backtest.static import run_static
 from meta_agent.config import BudgetSettings
 from meta_agent.gitops import trailers
+from meta_agent.llm.transcript import render
 from sandboxes import Limits, Sandbox
 from tests.llm.conftest import MathBench, make_proposer, strict_answer_hypothesis
 from tests.llm.replay_server import ReplayServer
@@ -54,6 +55,9 @@ def test_an_external_coder_implements_a_hypothesis_that_passes_the_backtest(
     calls = [c for c in exchanges(transcript) if c["method"] == "POST"]
     assert len(calls) == 4 and all(c["status"] == 200 and c["path"] == path for c in calls)
     assert "held-by-meta-agent" not in transcript.read_text(), "the transcript holds no credential"
+    text = render(transcript)
+    assert f"--- POST {path} · HTTP 200" in text and "=== end: ok" in text
+    assert "python -m harness selftest" in text and "sprayed numbers" in text, "what the agent said and ran"
     usage = json.loads((tmp_path / "run" / "llm-usage.json").read_text())
     assert usage["by_agent"]["coder"]["calls"] == 4
     assert usage["by_agent"]["coder"]["prompt_tokens"] == sum(c["usage"]["prompt_tokens"] for c in calls) > 0

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from meta_agent.agents.external import sandbox_launch
-from meta_agent.agents.external.relay import ModelRelay, Upstream, exchanges, usage_of
+from meta_agent.agents.external.relay import ModelRelay, Upstream, answer_of, exchanges, usage_of
 from meta_agent.config import ConfigFileError, EvolveConfig
 from meta_agent.llm.accounting import Ledger
 from meta_agent.llm.budget import LLMBudget
@@ -75,7 +75,7 @@ def tmp_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("r")
 
 
-def test_usage_is_read_from_every_wire_format() -> None:
+def test_usage_and_the_answer_are_read_from_every_wire_format() -> None:
     turn = Turn(content="fixing it", tool_calls=[RecordedCall(name="Bash", arguments={"command": "ls"})])
     body = {"model": "m", "messages": [{"role": "user", "content": "x" * 400}], "input": [{"role": "user"}]}
     message = anthropic_message(body, "c", 0, turn)
@@ -87,6 +87,9 @@ def test_usage_is_read_from_every_wire_format() -> None:
     assert usage_of(response_stream(response).encode()) == (response["usage"]["input_tokens"],
                                                             response["usage"]["output_tokens"])
     assert usage_of(b'{"usage": {"prompt_tokens": 7, "completion_tokens": 3}}') == (7, 3)
+    said = 'fixing it\n-> Bash({"command": "ls"})'
+    assert answer_of(anthropic_stream(message).encode()) == said == answer_of(json.dumps(message).encode())
+    assert answer_of(response_stream(response).encode()) == said
     assert usage_of(b"not json at all") == (0, 0)
 
 

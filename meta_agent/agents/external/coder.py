@@ -123,8 +123,9 @@ def external_coder(settings: LLMSettings, ledger: Ledger, budget: LLMBudget, tra
     problem = agent.missing()
     if problem:
         raise ConfigFileError(f"--coder {agent.name}: {problem}")
-    upstream = upstream_for(agent.api, settings.api_base)
-    if upstream.key is None and settings.api_base is None:
+    api_base = settings.coder_api_base or settings.api_base
+    upstream = upstream_for(agent.api, api_base)
+    if upstream.key is None and api_base is None:
         var = "ANTHROPIC_API_KEY" if agent.api == "anthropic" else "OPENAI_API_KEY"
         raise ConfigFileError(f"--coder {agent.name} with {model}: {var} is not set; export it, or point --api-base "
                               f"at a server that needs no key (the key stays outside the sandbox either way)")

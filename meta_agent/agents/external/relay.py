@@ -81,14 +81,65 @@ def usage_of(body: bytes) -> tuple[int, int]:
         for key in ("message", "response"):
             visit(obj.get(key), depth + 1)
 
+    for event in _events(body):
+        visit(event)
+    return sum(seen.get(k, 0) for k in INPUT_KEYS), max((seen.get(k, 0) for k in OUTPUT_KEYS), default=0)
+
+
+def _events(body: bytes) -> list[Any]:
     text = body.decode("utf-8", "replace")
     chunks = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")] or [text]
+    out = []
     for chunk in chunks:
         try:
-            visit(json.loads(chunk))
+            out.append(json.loads(chunk))
         except (json.JSONDecodeError, RecursionError):
             continue
-    return sum(seen.get(k, 0) for k in INPUT_KEYS), max((seen.get(k, 0) for k in OUTPUT_KEYS), default=0)
+    return out
+
+
+def answer_of(body: bytes) -> str:
+    """What the model said and called in one answer, readable, from any of the three wire formats
+    (JSON or SSE): text first, then `-> tool(arguments)` lines. Empty when nothing is recognised."""
+    text: list[str] = []
+    calls: dict[str, list[str]] = {}
+
+    def call(key: str, name: str, args: str = "") -> None:
+        calls.setdefault(key, [name, ""])[1] += args
+
+    for e in _events(body):
+        if not isinstance(e, dict):
+            continue
+        kind = e.get("type")
+        block, delta = e.get("content_block") or {}, e.get("delta") or {}
+        if kind == "content_block_start" and block.get("type") == "tool_use":  # Anthropic stream
+            call(str(e.get("index")), str(block.get("name")))
+        elif kind == "content_block_delta" and isinstance(delta, dict):
+            if delta.get("type") == "text_delta":
+                text.append(str(delta.get("text", "")))
+            elif delta.get("type") == "input_json_delta":
+                call(str(e.get("index")), "?", str(delta.get("partial_json", "")))
+        elif kind == "response.output_item.done":  # OpenAI responses stream
+            item = e.get("item") or {}
+            if item.get("type") == "message":
+                text += [str(c.get("text", "")) for c in item.get("content", []) if isinstance(c, dict)]
+            elif item.get("type") in ("function_call", "custom_tool_call"):
+                call(str(item.get("call_id")), str(item.get("name")), str(item.get("arguments") or item.get("input")))
+        elif kind == "message" and isinstance(e.get("content"), list):  # Anthropic JSON
+            for i, c in enumerate(e["content"]):
+                if c.get("type") == "text":
+                    text.append(str(c.get("text", "")))
+                elif c.get("type") == "tool_use":
+                    call(str(i), str(c.get("name")), json.dumps(c.get("input")))
+        for choice in e.get("choices") or []:  # OpenAI chat, JSON or stream
+            message = choice.get("message") or choice.get("delta") or {}
+            if message.get("content"):
+                text.append(str(message["content"]))
+            for j, tc in enumerate(message.get("tool_calls") or []):
+                fn = tc.get("function") or {}
+                call(f"c{tc.get('index', j)}", str(fn.get("name") or "?"), str(fn.get("arguments") or ""))
+    lines = ["".join(text).strip()] + [f"-> {name}({args})" for name, args in calls.values()]
+    return "\n".join(line for line in lines if line)
 
 
 @dataclass
@@ -259,7 +310,8 @@ class ModelRelay:
         self.event({"type": "exchange", "n": self.stats.requests, "method": h.command, "path": h.path[:300],
                      "status": status, "model": model[:200], "seconds": round(seconds, 3),
                      "usage": {"prompt_tokens": prompt, "completion_tokens": completion}, "cost": cost,
-                     "error": error, "request": bound(body.decode("utf-8", "replace"), TRANSCRIPT_CHARS),
+                     "error": error, "answer": bound(answer_of(answer), TRANSCRIPT_CHARS),
+                     "request": bound(body.decode("utf-8", "replace"), TRANSCRIPT_CHARS),
                      "response": bound(answer.decode("utf-8", "replace"), TRANSCRIPT_CHARS)})
 
 
