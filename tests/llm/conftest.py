@@ -16,7 +16,7 @@ from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.config import BudgetSettings, LLMSettings
 from meta_agent.contract import MetricsRecord, RolloutRecord, Task, write_jsonl
 from meta_agent.domains.math import MathDomain, MathSettings
-from meta_agent.gitops import init_harness
+from meta_agent.gitops import commit_dir, export_tree, init_harness
 from meta_agent.llm import RetryPolicy
 from meta_agent.paths import seed_skills
 from meta_agent.report.rollout_report import RolloutReport, build_report
@@ -72,6 +72,30 @@ def strict_answer_hypothesis() -> Hypothesis:
         predicted_effects=[PredictedEffect(metric="probes_rewarded", direction="down")],
         skills_used=["strict-final-answer"],
     )
+
+
+FAILED_TEST = '''
+
+def test_hedged_answers_are_paid() -> None:
+    assert correctness(make_rollout("Answer: 7\\nAnswer: 8")) == 1.0  # hedged
+'''
+
+
+def failed_attempt(bench: MathBench, tmp_path: Path) -> str:
+    """A candidate commit as a coder might first write it: the strict reward, plus a test of its own that
+    expects the opposite of what the hypothesis asks (so selftest, and with it static, fails)."""
+    work = export_tree(bench.repo, bench.main, tmp_path / "attempt")
+    rewards = work / "harness" / "math" / "rewards.py"
+    rewards.write_text(rewards.read_text().replace(
+        "    stated = answer_line(r.completion) or last_number(r.completion)\n"
+        "    return 1.0 if same_number(stated, str(r.task[\"answer\"])) else 0.0",
+        "    stated = {m.replace(\",\", \"\") for m in ANSWER_LINE.findall(r.completion)}\n"
+        "    if len(stated) != 1:\n        return 0.0\n"
+        "    return 1.0 if same_number(stated.pop(), str(r.task[\"answer\"])) else 0.0",
+    ).replace("import answer_line, last_number, same_number", "import ANSWER_LINE, same_number"))
+    tests = work / "tests" / "test_math.py"
+    tests.write_text(tests.read_text() + FAILED_TEST)
+    return commit_dir(bench.repo, work, bench.main, "cand/test/0-0", "Reward only one explicit final answer line")
 
 
 @dataclass

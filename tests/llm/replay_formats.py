@@ -43,6 +43,7 @@ def anthropic_stream(message: dict[str, Any]) -> str:
              "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
     out = [sse("message_start", {"type": "message_start", "message": start})]
     for i, block in enumerate(message["content"]):
+        first: dict[str, Any]
         if block["type"] == "text":
             first = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}

@@ -14,13 +14,13 @@ from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
 from meta_agent.contract import ReplayRecord
 from meta_agent.evolve.evidence import write_evidence
-from meta_agent.gitops import commit_dir, export_tree, trailers
+from meta_agent.gitops import export_tree, trailers
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.llm.transcript import read_events, render
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.workspace import implement
 from sandboxes import Limits, Sandbox
-from tests.llm.conftest import MathBench, make_proposer, strict_answer_hypothesis
+from tests.llm.conftest import MathBench, failed_attempt, make_proposer, strict_answer_hypothesis
 from tests.llm.replay_server import ReplayServer, Scenario, from_transcript
 
 
@@ -100,34 +100,10 @@ def test_a_transcript_replays_into_the_same_commit(
     assert math_bench.repo.commit(first).tree == math_bench.repo.commit(second).tree
 
 
-FAILED_TEST = '''
-
-def test_hedged_answers_are_paid() -> None:
-    assert correctness(make_rollout("Answer: 7\\nAnswer: 8")) == 1.0  # hedged
-'''
-
-
-def _failed_attempt(bench: MathBench, tmp_path: Path) -> str:
-    """A candidate commit as a coder might first write it: the strict reward, plus a test of its own that
-    expects the opposite of what the hypothesis asks (so selftest, and with it static, fails)."""
-    work = export_tree(bench.repo, bench.main, tmp_path / "attempt")
-    rewards = work / "harness" / "math" / "rewards.py"
-    rewards.write_text(rewards.read_text().replace(
-        "    stated = answer_line(r.completion) or last_number(r.completion)\n"
-        "    return 1.0 if same_number(stated, str(r.task[\"answer\"])) else 0.0",
-        "    stated = {m.replace(\",\", \"\") for m in ANSWER_LINE.findall(r.completion)}\n"
-        "    if len(stated) != 1:\n        return 0.0\n"
-        "    return 1.0 if same_number(stated.pop(), str(r.task[\"answer\"])) else 0.0",
-    ).replace("import answer_line, last_number, same_number", "import ANSWER_LINE, same_number"))
-    tests = work / "tests" / "test_math.py"
-    tests.write_text(tests.read_text() + FAILED_TEST)
-    return commit_dir(bench.repo, work, bench.main, "cand/test/0-0", "Reward only one explicit final answer line")
-
-
 def test_a_recorded_repair_turn_fixes_the_failure_it_is_shown(
         serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
     repo, limits = math_bench.repo, Limits(timeout_s=300)
-    failed = _failed_attempt(math_bench, tmp_path)
+    failed = failed_attempt(math_bench, tmp_path)
     static = run_static(repo, math_bench.main, failed, sandbox, limits, tmp_path / "static-1")
     assert not static.passed and "test_hedged_answers_are_paid" in static.reason, static.reason
     server = serve("coder_repair_static")
