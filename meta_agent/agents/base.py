@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.store import SkillSet
-from sandboxes import Session
+from sandboxes import Sandbox, Session
 
 Surface = Literal["rewards", "filters", "rl_settings", "prompts", "diagnostics"]
 SURFACES: tuple[str, ...] = get_args(Surface)
@@ -71,6 +71,8 @@ class ProposalContext:
     """Earlier candidates of this run: hypothesis title, skills, verdict, stage."""
     evidence_dir: Path | None = None
     """The generation's evidence folder (meta_agent/evolve/evidence.py), read-only."""
+    sandbox: Sandbox | None = None
+    """Where agent-written analysis code runs (the diagnostician's run_python); None: no such tool."""
 
 
 @dataclass

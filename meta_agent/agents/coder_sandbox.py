@@ -264,9 +264,21 @@ def op_replay_summary(replay: str, rollouts: str) -> dict[str, Any]:
     return {"ok": True, "text": "\n".join(lines)}
 
 
+def op_fingerprint() -> dict[str, Any]:
+    """{path: size and mtime} of the workspace's files: what run_python changed shows as a difference."""
+    prints = {}
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in filenames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            prints[str(p.relative_to(ROOT))] = f"{st.st_size}:{st.st_mtime_ns}"
+    return {"ok": True, "text": json.dumps(prints, sort_keys=True)}
+
+
 OPS: dict[str, Callable[..., dict[str, Any]]] = {
     "list": op_list, "read": op_read, "grep": op_grep, "replace": op_replace, "write": op_write, "patch": op_patch,
-    "replay_summary": op_replay_summary,
+    "replay_summary": op_replay_summary, "fingerprint": op_fingerprint,
 }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from meta_agent.agents.base import Workspace
+from meta_agent.agents.python_tool import DESCRIPTION, PythonArgs, run_python
 from meta_agent.gitops import PROTECTED_PATHS
 from meta_agent.llm.agent_loop import truncate
 from meta_agent.llm.tools import Tool, ToolResult
@@ -124,6 +125,7 @@ class CoderTools:
             Tool("write_file", "Create a file or replace its whole content.", WriteArgs, self.write_file),
             Tool("apply_patch", "Apply a unified diff (one or more files). All hunks apply or none.", PatchArgs,
                  self.apply_patch),
+            Tool("run_python", DESCRIPTION, PythonArgs, self.run_python),
             Tool("run_selftest", "Run the harness's own tests (`python -m harness selftest`, pytest).", NoArgs,
                  self.run_selftest),
             Tool("run_replay", "Re-score this generation's rollouts and the hacking probes with the edited harness "
@@ -180,6 +182,21 @@ class CoderTools:
         if not paths:
             return ToolResult("no '--- a/PATH' / '+++ b/PATH' headers found in the diff", ok=False)
         return self._edit(paths, "patch", len(a.diff), diff=a.diff)
+
+    def run_python(self, a: PythonArgs) -> ToolResult:
+        """Analysis code, in the workspace's session. Files it changes count as edits (tracked for commit,
+        selftest due again), so it is no way around the edit tools' checks: those run again at commit."""
+        before = self._op("fingerprint")
+        env = {"EVIDENCE": str(self.ws.evidence.resolve()) if self.ws.evidence else ""}
+        result = run_python(self.ws.session, a.code, cwd=self.ws.path, env=env)
+        after = self._op("fingerprint")
+        if before.ok and after.ok and before.text != after.text:
+            old, new = json.loads(before.text), json.loads(after.text)
+            touched = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+            self.changed.update(touched)
+            self.selftest_ok = False
+            result.text += f"\n[it changed {', '.join(touched[:20])}: tracked as edits]"
+        return result
 
     def run_selftest(self, _a: NoArgs | None = None) -> ToolResult:
         result = self.ws.session.run([sys.executable, "-m", "harness", "selftest"], timeout=self.selftest_timeout_s,

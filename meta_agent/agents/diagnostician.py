@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,11 +17,13 @@ from pydantic import BaseModel, Field
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.agents.prompts import load_prompt
+from meta_agent.agents.python_tool import DESCRIPTION, PYTHON_SECONDS, PythonArgs, run_python
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.client import LLMClient
 from meta_agent.llm.tools import Tool, ToolResult
 from meta_agent.llm.transcript import Transcript
 from meta_agent.report.rollout_report import RolloutReport
+from sandboxes import Limits, Mount
 
 MAX_STEPS = 40
 """A backstop: what bounds a diagnosis is its token budget (llm.diagnostician_tokens)."""
@@ -27,6 +32,7 @@ READ_CHARS = 20_000
 GREP_SECONDS = 5.0
 MAX_PATTERN_CHARS = 1_000
 MAX_LISTED = 300
+PYTHON_MEMORY_MB = 2048
 EVIDENCE = "evidence"
 
 
@@ -174,6 +180,23 @@ def evidence_text(folder: Path | None) -> str:
     return f"{(folder / 'README.md').read_text(encoding='utf-8').strip()}\n\nFolders: {listing or 'none'}"
 
 
+@contextmanager
+def python_session(ctx: ProposalContext) -> Iterator[list[Tool]]:
+    """The `run_python` tool, in a sandbox session that sees the harness and the evidence read-only and
+    writes only a throwaway folder; no tool when the context has no sandbox."""
+    if ctx.sandbox is None:
+        yield []
+        return
+    mounts = [Mount(ctx.harness_dir.resolve())] + ([Mount(ctx.evidence_dir.resolve())] if ctx.evidence_dir else [])
+    env = {"EVIDENCE": str(ctx.evidence_dir.resolve()) if ctx.evidence_dir else ""}
+    with tempfile.TemporaryDirectory(prefix="ma-diagnose-") as scratch:
+        Path(scratch).chmod(0o777)  # sandboxed code runs as an unprivileged uid
+        limits = Limits(memory_mb=PYTHON_MEMORY_MB, timeout_s=PYTHON_SECONDS)
+        with ctx.sandbox.open(Path(scratch), mounts=mounts, limits=limits) as session:
+            yield [Tool("run_python", DESCRIPTION, PythonArgs,
+                        lambda a: run_python(session, a.code, cwd=ctx.harness_dir.resolve(), env=env))]
+
+
 class Diagnostician:
     def __init__(self, client: LLMClient, transcripts: Path, max_tokens: int | None = None) -> None:
         self.client = client
@@ -194,9 +217,11 @@ class Diagnostician:
                                system=load_prompt("diagnostician_system", k=k), user=user)
         submit = Tool("submit_hypotheses", f"Submit the diagnosis: at most {k} hypotheses, best first. Ends the "
                                            f"session.", Diagnosis, lambda d: ToolResult("received", done=True, value=d))
-        result = run_tool_loop(session, [*reader.tools(), submit], max_steps=MAX_STEPS, max_tokens=self.max_tokens,
-                               nudge="Continue: read what you need, then call submit_hypotheses.",
-                               finish="Call submit_hypotheses now with what you have found.")
+        with python_session(ctx) as python:
+            result = run_tool_loop(session, [*reader.tools(), *python, submit], max_steps=MAX_STEPS,
+                                   max_tokens=self.max_tokens,
+                                   nudge="Continue: read what you need, then call submit_hypotheses.",
+                                   finish="Call submit_hypotheses now with what you have found.")
         if not result.finished:
             transcript.end(False, f"no diagnosis: {result.reason}")
             return []

@@ -211,7 +211,8 @@ class Generation:
             history = [v.model_dump(mode="json") for v in ctx.log.of_type(VerdictRecorded)]
             pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
                                    report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
-                                   seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence)
+                                   seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence,
+                                   sandbox=ctx.sandbox)
             started = time.monotonic()
             hyps = ctx.proposer.propose(pctx, ctx.cfg.candidates)
             return Proposed(hypotheses=[h.model_dump(mode="json") for h in hyps],

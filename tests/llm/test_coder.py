@@ -167,3 +167,18 @@ def test_with_specialists_a_hypothesis_goes_to_the_coder_of_its_surface_with_tha
 def test_an_unknown_surface_goes_to_the_generalist_instead_of_failing_the_diagnosis() -> None:
     h = Hypothesis.model_validate({**strict_answer_hypothesis().model_dump(), "surface": "everything"})
     assert h.surface is None
+
+
+def test_a_coder_analyses_with_python_and_its_python_edits_are_tracked(
+        serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
+    server = serve("coder_python")
+    h = strict_answer_hypothesis().model_copy(update={"title": "Count before editing"})
+    commit, outcome = math_bench.implement(make_proposer(server, tmp_path / "run"), h, sandbox)
+    assert server.errors == []
+    assert outcome.ok and commit is not None, outcome.reason
+    tools = [e for e in read_events(tmp_path / "run" / "transcripts" / "g0-c0-coder.jsonl") if e["type"] == "tool"]
+    assert [t["name"] for t in tools] == ["run_python", "run_python", "commit"]
+    assert tools[0]["result"].startswith("['correctness'] ") and tools[0]["result"].rstrip().endswith(" tests")
+    assert "[it changed harness/math/rewards.py: tracked as edits]" in tools[1]["result"]
+    assert "selftest" not in tools[2]["result"] or tools[2]["ok"]
+    assert math_bench.repo.git.diff("--name-only", math_bench.main, commit).split() == ["harness/math/rewards.py"]

@@ -12,6 +12,7 @@ from meta_agent.agents.base import ProposalContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.gitops import init_harness
 from meta_agent.llm.transcript import read_events
+from sandboxes import Sandbox
 from tests.llm.conftest import make_proposer, skill_set, zero_variance_report, zero_variance_rollouts
 from tests.llm.replay_server import ReplayServer
 
@@ -111,3 +112,25 @@ def test_a_diagnosis_is_bounded_by_its_token_budget_and_told_to_finish_first(
              if n["type"] == "note"]
     assert any("asking the model to finish" in n for n in notes) and any("token budget reached" in n for n in notes)
     assert "Call submit_hypotheses now" in str(server.requests[-1]["messages"][-1]["content"])
+
+
+@pytest.mark.slow  # opens a sandbox session
+def test_the_diagnostician_counts_over_all_rollouts_with_python_in_the_sandbox(
+        serve: Callable[..., ReplayServer], sandbox: Sandbox, tmp_path: Path) -> None:
+    server = serve("diagnose_python")
+    ctx = _evidence_context(tmp_path)
+    ctx.sandbox = sandbox
+    [h] = make_proposer(server, tmp_path / "run").propose(ctx, k=1)
+    assert server.errors == []
+    assert "s1-g3 2/4" in h.evidence
+    [ran] = [e for e in read_events(tmp_path / "run" / "transcripts" / "g4-diagnostician.jsonl")
+             if e["type"] == "tool" and e["name"] == "run_python"]
+    assert ran["ok"] and "'s1-g0': '0/4'" in ran["result"] and "harness importable" in ran["result"]
+    assert "evidence is read-only: OSError" in ran["result"] and not (ctx.evidence_dir / "note.txt").exists()
+
+
+def test_without_a_sandbox_the_diagnostician_has_no_python_tool(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_evidence")
+    make_proposer(server, tmp_path / "run").propose(_evidence_context(tmp_path), k=1)
+    assert "run_python" not in [t["function"]["name"] for t in server.requests[0]["tools"]]
