@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from meta_agent.commands.app import App
+
+if TYPE_CHECKING:
+    from meta_agent.config import LLMSettings
 
 app = App(help="Check the meta-agent's LLM and read what its agents did.")
 
@@ -31,6 +34,8 @@ def check(
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")] = None,
     timeout: Annotated[float | None, typer.Option(help="seconds per call")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="YAML file; its llm: section is used")] = None,
+    coder: Annotated[Literal["mini-swe-agent", "claude-code", "codex"] | None, typer.Option(
+        help="also check an external coder: installed, its model's API, key and endpoint (no agent run)")] = None,
 ) -> None:
     """Make one tiny tool-calling request: reports latency, tokens, cost and whether the model calls tools."""
     from meta_agent.config import ConfigFileError, LLMSettings, build, load_config_file
@@ -43,6 +48,8 @@ def check(
         raise _fail(str(e)) from None
     if not settings.model:
         raise _fail("no model: pass --model (e.g. anthropic/claude-sonnet-4-6) or set llm.model in --config")
+    if coder:
+        _check_coder(settings.model_copy(update={"coder": coder}))
     client = LLMClient(settings.model, ledger=Ledger(), api_base=settings.api_base, timeout_s=settings.timeout_s,
                        retry=RetryPolicy(attempts=2, initial_s=1, max_s=5))
     try:
@@ -73,6 +80,25 @@ def check(
                f"{'unknown' if listed is None else 'supported' if listed else 'unsupported'}")
     if call is None:
         raise typer.Exit(2)
+
+
+def _check_coder(settings: LLMSettings) -> None:
+    """The checks `evolve --coder` makes before any training, and where the agent was found."""
+    import tempfile
+
+    from meta_agent.agents.external.agents import CLI_PATHS, coders_dir
+    from meta_agent.agents.external.coder import external_coder
+    from meta_agent.config import ConfigFileError
+    from meta_agent.llm import Ledger, LLMBudget
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            found = external_coder(settings, Ledger(), LLMBudget(), Path(tmp))
+        except ConfigFileError as e:
+            raise _fail(str(e)) from None
+    where = coders_dir() / CLI_PATHS[settings.coder] if settings.coder in CLI_PATHS else "meta-agent's venv"
+    typer.echo(f"coder        {settings.coder} ({where}); model {found.agent.model} over the "
+               f"{found.agent.api} API at {found.upstream.base}: reachable")
 
 
 @app.command()

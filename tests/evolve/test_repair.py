@@ -77,3 +77,26 @@ def test_a_proposer_that_declines_the_repair_leaves_the_static_rejection(tmp_pat
     [created] = journal(run, CandidateCreated)
     repo = git.Repo(run / "harness")
     assert repo.commit(created["branch"]).hexsha == created["commit"], "the branch keeps the failed attempt"
+
+
+def test_a_run_killed_inside_a_repair_turn_resumes_into_the_same_repaired_winner(tmp_path: Path) -> None:
+    run = tmp_path / "killed"
+    res = _evolve(run, "kill_once")
+    assert res.returncode == -9, res.stdout[-3000:] + res.stderr[-3000:]
+    assert (run / "killed-in-repair").is_file() and not journal(run, Repaired)
+    env = {**data_env(run.parent / "data"), "REPAIRING_PROPOSER_MODE": "kill_once",
+           "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
+    resumed = subprocess.run([sys.executable, "-m", "meta_agent", "resume", str(run)], env=env, capture_output=True,
+                             text=True, timeout=1500)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    [created] = journal(run, CandidateCreated)
+    [repaired] = journal(run, Repaired)
+    assert repaired["attempt"] == 1 and repaired["commit"]
+    [verdict] = journal(run, VerdictRecorded)
+    assert verdict["verdict"] == "promoted", verdict
+    repo = git.Repo(run / "harness")
+    assert [p.hexsha for p in repo.commit(repaired["commit"]).parents] == [created["commit"]], \
+        "one repair commit on the failed attempt: the killed turn left nothing behind"
+    check = subprocess.run([sys.executable, "-m", "meta_agent", "lineage", str(run), "--check"],
+                           capture_output=True, text=True, env=data_env(tmp_path / "data"))
+    assert check.returncode == 0, check.stdout + check.stderr

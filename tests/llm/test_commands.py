@@ -27,6 +27,19 @@ def test_check_reports_latency_tokens_cost_and_tool_calling(serve: Callable[...,
     assert "cost         $0.0000" in res.output, "a priced model gets a dollar figure"
 
 
+def test_check_with_a_coder_checks_the_agent_and_speaks_anthropic_messages(
+        serve: Callable[..., ReplayServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = serve("check")
+    res = runner.invoke(app, ["check", "--model", "anthropic/claude-sonnet-4-5", "--api-base", server.origin,
+                              "--coder", "claude-code"])
+    assert res.exit_code == 0, res.output
+    assert "coder        claude-code (" in res.output and "over the anthropic API" in res.output
+    assert "tool calling yes: add(" in res.output, "litellm's Anthropic client against the recorded server"
+    monkeypatch.setenv("META_AGENT_CODERS_DIR", str(tmp_path))
+    res = runner.invoke(app, ["check", "--model", "openai/gpt-5.5", "--api-base", server.api_base, "--coder", "codex"])
+    assert res.exit_code == 1 and "@openai/codex is not installed" in res.output and "make setup" in res.output
+
+
 def test_check_says_so_when_the_model_does_not_call_tools(replay_server: ReplayServer, tmp_path: Path) -> None:
     replay_server.load(Scenario(conversations=[Conversation(name="talker", agent="connectivity check",
                                                             turns=[Turn(content="2 + 3 = 5")])]))

@@ -3,7 +3,9 @@
 Its implementation closes the math reward hole (only one explicit 'Answer: N' line pays) but puts the
 helper in a new top-level module, which the static stage rejects before running anything (such a module
 could shadow a package on `sys.path`). Shown that failure in a repair turn, it moves the helper into
-harness/math/rewards.py and deletes the module. With REPAIRING_PROPOSER_MODE=give_up it declines to repair.
+harness/math/rewards.py and deletes the module. With REPAIRING_PROPOSER_MODE=give_up it declines to repair;
+with kill_once the process is SIGKILLed in the middle of its first repair turn (edits made, nothing
+committed), as a crash would stop it, and repairs normally after `resume`.
 All edits go through the workspace's sandbox session, like any proposer's.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -55,12 +58,13 @@ REWARDS = "harness/math/rewards.py"
 class RepairingProposer:
     name = "repairing"
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, run_dir: Path | None = None) -> None:
         self.mode = mode
+        self.killed_marker = run_dir / "killed-in-repair" if run_dir else None
 
     @classmethod
     def from_config(cls, cfg: object, skills: object, run_dir: Path) -> RepairingProposer:
-        return cls(os.environ.get("REPAIRING_PROPOSER_MODE", "fix"))
+        return cls(os.environ.get("REPAIRING_PROPOSER_MODE", "fix"), run_dir)
 
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
         return [Hypothesis(
@@ -88,6 +92,9 @@ class RepairingProposer:
             {"do": "replace", "path": REWARDS, "old": "\n\ndef correctness",
              "new": "\n\n" + HELPER + "\n\ndef correctness"},
         ])
+        if self.mode == "kill_once" and self.killed_marker is not None and not self.killed_marker.exists():
+            self.killed_marker.write_text("killed mid-repair once\n")
+            os.kill(os.getpid(), signal.SIGKILL)
         return Implementation(ok=True, summary=f"moved the helper into {REWARDS} (repair {failure.attempt})")
 
     def learn(self, outcome: Outcome) -> Path | None:
