@@ -4,6 +4,7 @@ usage booked, budgets enforced, and no other network from inside the sandbox."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -143,3 +144,26 @@ def test_an_external_coder_that_cannot_work_fails_before_the_run_starts(
                       api_base=None)
     with pytest.raises(ValueError, match="--coder codex needs --proposer llm"):
         EvolveConfig(domain="math", proposer="skills", llm={"coder": "codex"})
+
+
+def test_the_relay_reads_chunked_bodies_and_refuses_malformed_ones(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("check")
+    body = json.dumps(CHECK).encode()
+    with _relay(server, tmp_path) as relay:
+        def raw(data: bytes) -> bytes:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(relay.socket_path))
+                s.sendall(data)
+                out = b""
+                while chunk := s.recv(65536):
+                    out += chunk
+                return out.split(b"\r\n")[0]
+
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        chunked = head + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+        assert b" 200 " in raw(chunked)
+        assert b" 413 " in raw(head + b"Content-Length: nope\r\n\r\n")
+        assert b" 413 " in raw(head + b"Content-Length: 99999999999\r\n\r\n")
+        assert b" 400 " in raw(head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+    assert len(server.requests) == 1

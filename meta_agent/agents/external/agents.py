@@ -166,13 +166,14 @@ class ClaudeCode(NpmAgent):
         return True, f"claude-code, {turns} turns: {words}"
 
 
-CODEX_CONFIG = """model = "{model}"
+CODEX_CONFIG = """# written by meta-agent for one coder session (values are JSON-quoted, valid TOML strings)
+model = {model}
 model_provider = "meta-agent-relay"
 check_for_update_on_startup = false
 
 [model_providers.meta-agent-relay]
 name = "meta-agent relay"
-base_url = "{base_url}"
+base_url = {base_url}
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 request_max_retries = 2
@@ -206,7 +207,8 @@ class Codex(NpmAgent):
             argv=[str(self.cli()), "exec", "--strict-config", "--skip-git-repo-check", "--ephemeral",
                   "--dangerously-bypass-approvals-and-sandbox", "--json", task],
             env={"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "held-by-meta-agent"},
-            files={str(codex_home / "config.toml"): CODEX_CONFIG.format(model=self.bare, base_url=base_url)})
+            files={str(codex_home / "config.toml"): CODEX_CONFIG.format(model=json.dumps(self.bare),
+                                                                        base_url=json.dumps(base_url))})
 
     def summary(self, stdout: str) -> tuple[bool, str]:
         events = []

@@ -103,9 +103,9 @@ class ExternalCoder:
         name = self.agent.name
         try:
             ran = json.loads(stdout.strip().splitlines()[-1])
-        except (json.JSONDecodeError, IndexError):
+            code, out, err = int(ran["exit_code"]), str(ran["stdout"]), str(ran["stderr"])
+        except (ValueError, IndexError, KeyError, TypeError, RecursionError):
             return Implementation(ok=False, reason=f"{name} did not run: {bound(sandbox_failure or stdout, 2_000)}")
-        code, out, err = int(ran.get("exit_code", 1)), str(ran.get("stdout", "")), str(ran.get("stderr", ""))
         if code != 0:
             detail = bound((err.strip() or out.strip()), 2_000)
             stopped = "ran out of time" if code == 124 else f"exited with code {code}"

@@ -249,11 +249,9 @@ class ModelRelay:
         if refusal is not None:
             self._refuse(h, 403, f"meta-agent stopped this request: {refusal}")
             return
-        size = int(h.headers.get("content-length") or 0)
-        if size > MAX_REQUEST_BYTES:
-            self._refuse(h, 413, f"request of {size:,} bytes is over the relay's {MAX_REQUEST_BYTES:,}-byte limit")
+        body = self._body(h)
+        if body is None:
             return
-        body = h.rfile.read(size) if size else b""
         headers = {k: v for k, v in h.headers.items() if k.lower() not in HOP_HEADERS}
         headers["accept-encoding"] = "identity"
         up = self.upstream
@@ -293,12 +291,40 @@ class ModelRelay:
                     pass
         self._account(h, body, bytes(kept), status, time.monotonic() - started, error)
 
+    def _body(self, h: _Handler) -> bytes | None:
+        """The request body (Content-Length or chunked), or None after refusing one that is too big or malformed."""
+        if "chunked" in (h.headers.get("transfer-encoding") or "").lower():
+            body = bytearray()
+            while True:
+                line = h.rfile.readline(100)
+                try:
+                    size = int(line.split(b";")[0].strip() or b"x", 16)
+                except ValueError:
+                    self._refuse(h, 400, "malformed chunked request body")
+                    return None
+                if size == 0:
+                    h.rfile.readline(100)
+                    return bytes(body)
+                if len(body) + size > MAX_REQUEST_BYTES:
+                    self._refuse(h, 413, f"request over the relay's {MAX_REQUEST_BYTES:,}-byte limit")
+                    return None
+                body += h.rfile.read(size)
+                h.rfile.readline(100)
+        try:
+            size = int(h.headers.get("content-length") or 0)
+        except ValueError:
+            size = -1
+        if not 0 <= size <= MAX_REQUEST_BYTES:
+            self._refuse(h, 413, f"request of {size:,} bytes: not within the relay's {MAX_REQUEST_BYTES:,}-byte limit")
+            return None
+        return h.rfile.read(size) if size else b""
+
     def _account(self, h: _Handler, body: bytes, answer: bytes, status: int, seconds: float,
                  error: str | None) -> None:
         prompt, completion = usage_of(answer) if status == 200 else (0, 0)
         try:
             request = json.loads(body) if body else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             request = {}
         model = str(request.get("model") or self.model or "") if isinstance(request, dict) else (self.model or "")
         cost = price(model, prompt, completion)
