@@ -1,0 +1,111 @@
+"""The benchmark's arms for one seed, each a real meta-agent command, each skipped when its saved
+result exists (so a killed benchmark picks up where it stopped).
+
+- evolve:   `meta-agent evolve --control static`: the evolved policy, and the static harness trained
+            with the same steps and completions (the run's own control arm); both scored on the test split.
+- reference: the reference harness (efficacy/reference.py), `rollout` for the evolved policy's steps.
+- static_total: the starting harness, `rollout` for the evolved run's total steps (its own + the search's).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from meta_agent.efficacy.compute import Compute, EvolveCompute, of_evolve, of_training
+from meta_agent.efficacy.reference import make_reference_harness
+from meta_agent.errors import UserError
+from meta_agent.fsutil import atomic_write_text
+
+ARMS = ("evolved", "static", "reference", "static_total")
+
+
+class SeedRun(BaseModel):
+    """What one seed's arms cost; the scores themselves are read from results/<arm>.json."""
+
+    seed: int
+    compute: dict[str, Compute]
+    """Policy-training compute behind each arm's policy."""
+    search: Compute
+    """What the evolve run spent besides its policy: candidate backtests and noise reruns."""
+    wall_s: dict[str, float]
+
+
+class SeedArms:
+    def __init__(self, out: Path, evolve_config: Path, run_config: Path, seed: int, domain: str,
+                 test_limit: int | None, log: Callable[[str], None] = print) -> None:
+        """`evolve_config` is an evolve --config file; `run_config` the subset `rollout` and `eval` accept
+        (domain, policy, sandbox, the domain's section), so every arm sees the same tasks and policy."""
+        self.dir = out / f"seed-{seed}"
+        self.results = self.dir / "results"
+        self.evolve_config, self.config = evolve_config, run_config
+        self.seed, self.domain, self.test_limit, self.log = seed, domain, test_limit, log
+        self.results.mkdir(parents=True, exist_ok=True)
+
+    def _meta_agent(self, *args: str) -> float:
+        started = time.monotonic()
+        cmd = [sys.executable, "-m", "meta_agent", *args]
+        self.log(f"seed {self.seed}: meta-agent {' '.join(args)}")
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise UserError(f"seed {self.seed}: `meta-agent {' '.join(args)}` failed (exit {done.returncode}):\n"
+                            f"{(done.stderr or done.stdout)[-3000:]}")
+        return time.monotonic() - started
+
+    def run(self) -> SeedRun:
+        timing_file = self.dir / "wall.json"
+        wall: dict[str, float] = (SeedRun.model_validate_json(timing_file.read_text()).wall_s
+                                  if timing_file.is_file() else {})
+        evolve = self._evolve(wall)
+        steps = evolve.evolved.steps
+        reference_steps = steps
+        total_steps = steps + evolve.search.steps
+        reference = self._rollout("reference", self._reference_harness(), reference_steps, wall)
+        static_total = self._rollout("static_total", None, total_steps, wall)
+        run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
+                      compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,
+                               "static_total": static_total})
+        atomic_write_text(timing_file, run.model_dump_json(indent=2))
+        return run
+
+    def _evolve(self, wall: dict[str, float]) -> EvolveCompute:
+        run_dir = self.dir / "evolve"
+        evolved, static = self.results / "evolved.json", self.results / "static.json"
+        if not (evolved.is_file() and static.is_file()):
+            if (run_dir / "events.jsonl").is_file():
+                wall["evolve"] = wall.get("evolve", 0.0) + self._meta_agent("resume", str(run_dir))
+            else:
+                wall["evolve"] = self._meta_agent("evolve", "--config", str(self.evolve_config), "--seed",
+                                                  str(self.seed), "--control", "static", "--run-dir", str(run_dir))
+            shutil.copyfile(run_dir / "final" / "evolved-test.json", evolved)
+            shutil.copyfile(run_dir / "final" / "static-test.json", static)
+        return of_evolve(run_dir)
+
+    def _reference_harness(self) -> Path:
+        harness = self.dir / "reference-harness"
+        if not (harness / ".git").is_dir():
+            make_reference_harness(harness, self.domain)
+        return harness
+
+    def _rollout(self, arm: str, harness: Path | None, steps: int, wall: dict[str, float]) -> Compute:
+        run_dir, result = self.dir / arm, self.results / f"{arm}.json"
+        if not result.is_file():
+            seconds = 0.0
+            if not (run_dir / "train" / "report.json").is_file():
+                if run_dir.exists():
+                    shutil.rmtree(run_dir)  # a killed training starts over, as `rollout` itself would
+                args = ["rollout", "--config", str(self.config), "--steps", str(steps), "--seed", str(self.seed),
+                        "--run-dir", str(run_dir)]
+                seconds += self._meta_agent(*args, *(["--harness", str(harness)] if harness else []))
+            limit = ["--limit", str(self.test_limit)] if self.test_limit else []
+            seconds += self._meta_agent("eval", "--config", str(self.config), "--domain", self.domain,
+                                        "--policy", str(run_dir / "train" / "checkpoint"), "--split", "test",
+                                        *limit, "--out", str(result), "--show", "0")
+            wall[arm] = seconds
+        return of_training(run_dir / "train")

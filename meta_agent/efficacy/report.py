@@ -1,0 +1,94 @@
+"""The benchmark's numbers, computed only from the saved per-task results (`seed-N/results/<arm>.json`).
+
+Per seed: each arm's test accuracy and the paired difference evolved - other arm, with a 95% CI from
+resampling test tasks (the same tasks in every arm, so per-task difficulty cancels). Across seeds: the
+mean and the interquartile mean of each difference with stratified bootstrap CIs over seeds (rliable).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from meta_agent.domains.base import EvalResult
+from meta_agent.efficacy.arms import ARMS, SeedRun
+from meta_agent.stats import Interval, iqm, paired_bootstrap_ci, stratified_bootstrap_ci
+
+COMPARISONS = ("static", "reference", "static_total")
+"""evolved - each of these."""
+
+
+class SeedReport(BaseModel):
+    seed: int
+    accuracy: dict[str, float]
+    n_tasks: int
+    delta: dict[str, Interval]
+    """evolved - arm, paired over test tasks."""
+    run: SeedRun
+
+
+class Summary(BaseModel):
+    mean: Interval
+    iqm: Interval
+    seeds_above_zero: int
+    """Seeds whose per-seed CI lies entirely above 0."""
+    seeds: int
+
+
+class EfficacyReport(BaseModel):
+    domain: str
+    preset: str
+    seeds: list[SeedReport]
+    summary: dict[str, Summary]
+
+
+def load_results(seed_dir: Path) -> dict[str, EvalResult]:
+    return {arm: EvalResult.model_validate_json((seed_dir / "results" / f"{arm}.json").read_text())
+            for arm in ARMS}
+
+
+def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
+    results = load_results(seed_dir)
+    per_task = {arm: r.per_task() for arm, r in results.items()}
+    ids = sorted(set.intersection(*(set(p) for p in per_task.values())))
+    if not ids or any(len(p) != len(ids) for p in per_task.values()):
+        raise ValueError(f"{seed_dir}: the arms were not scored on the same test tasks")
+    accuracy = {arm: sum(p[i] for i in ids) / len(ids) for arm, p in per_task.items()}
+    delta = {other: paired_bootstrap_ci([per_task["evolved"][i] for i in ids], [per_task[other][i] for i in ids])
+             for other in COMPARISONS}
+    return SeedReport(seed=run.seed, accuracy=accuracy, n_tasks=len(ids), delta=delta, run=run)
+
+
+def build(domain: str, preset: str, seeds: list[SeedReport]) -> EfficacyReport:
+    summary = {}
+    for other in COMPARISONS:
+        values = [s.delta[other].mean for s in seeds]
+        summary[other] = Summary(mean=stratified_bootstrap_ci({domain: values}, "mean"),
+                                 iqm=stratified_bootstrap_ci({domain: values}, "iqm"),
+                                 seeds_above_zero=sum(1 for s in seeds if s.delta[other].low > 0), seeds=len(seeds))
+    return EfficacyReport(domain=domain, preset=preset, seeds=seeds, summary=summary)
+
+
+def render(report: EfficacyReport) -> str:
+    lines = [f"# Efficacy: {report.domain}, preset {report.preset}, {len(report.seeds)} seed(s)", "",
+             "Test accuracy per arm, and evolved - arm (paired over test tasks, 95% CI).", "",
+             "| seed | evolved | static | reference | static, total compute | evolved - static | "
+             "evolved - reference | evolved - static total | policy steps (evolved/static/reference/total) | "
+             "search steps | wall min (evolve/reference/total) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in report.seeds:
+        a, c, w = s.accuracy, s.run.compute, s.run.wall_s
+        steps = "/".join(str(c[arm].steps) for arm in ARMS)
+        walls = "/".join(f"{w.get(k, 0) / 60:.1f}" for k in ("evolve", "reference", "static_total"))
+        lines.append(f"| {s.seed} | {a['evolved']:.3f} | {a['static']:.3f} | {a['reference']:.3f} | "
+                     f"{a['static_total']:.3f} | {s.delta['static']} | {s.delta['reference']} | "
+                     f"{s.delta['static_total']} | {steps} | {s.run.search.steps} | {walls} |")
+    lines += ["", "Across seeds (stratified bootstrap over seeds, 95% CI):", "",
+              "| evolved - | mean | IQM | seeds with CI above 0 |", "|---|---|---|---|"]
+    for other, m in report.summary.items():
+        lines.append(f"| {other} | {m.mean} | {m.iqm} | {m.seeds_above_zero}/{m.seeds} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["EfficacyReport", "build", "iqm", "render", "seed_report"]

@@ -1,0 +1,59 @@
+"""`bench/efficacy.py` on the tiny policy: all four arms run, get the compute they should, save their
+per-task results, and the report's numbers are exactly what those files say. A re-run resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_SANDBOX
+from tests.evolve.conftest import data_env
+
+pytestmark = pytest.mark.slow  # an evolve run and two rollouts on the tiny policy
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "efficacy.py"
+ARMS = ("evolved", "static", "reference", "static_total")
+
+
+def _bench(out: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH), "--preset", "tiny", "--seeds", "1", "--out", str(out),
+                           "--sandbox", TEST_SANDBOX], capture_output=True, text=True, timeout=1500,
+                          env={**data_env(data), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+
+
+def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_results(tmp_path: Path) -> None:
+    out = tmp_path / "efficacy"
+    res = _bench(out, tmp_path / "data")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    [seed] = report["seeds"]
+    c = seed["run"]["compute"]
+    assert c["evolved"]["steps"] == c["static"]["steps"] == c["reference"]["steps"] >= 1
+    assert c["evolved"]["completions"] == c["static"]["completions"] == c["reference"]["completions"]
+    search = seed["run"]["search"]
+    assert search["steps"] >= 1, "the noise rerun is search compute"
+    assert c["static_total"]["steps"] == c["evolved"]["steps"] + search["steps"]
+
+    scores = {}
+    for arm in ARMS:
+        saved = json.loads((out / "seed-0" / "results" / f"{arm}.json").read_text())
+        assert saved["split"] == "test" and len(saved["results"]) == 6
+        scores[arm] = {r["task_id"]: r["score"] for r in saved["results"]}
+        assert seed["accuracy"][arm] == pytest.approx(sum(scores[arm].values()) / 6)
+    for other in ("static", "reference", "static_total"):
+        diff = sum(scores["evolved"][t] - scores[other][t] for t in scores["evolved"]) / 6
+        assert seed["delta"][other]["mean"] == pytest.approx(diff)
+        assert report["summary"][other]["mean"]["mean"] == pytest.approx(diff)
+    assert "| evolved - | mean | IQM |" in (out / "report.md").read_text()
+    reference = (out / "seed-0" / "reference-harness" / "harness.yaml").read_text()
+    assert "learning_rate: 0.0001" in reference and "num_generations: 8" in reference
+
+    again = _bench(out, tmp_path / "data")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "meta-agent evolve" not in again.stdout and "meta-agent rollout" not in again.stdout, "finished arms kept"
+    assert json.loads((out / "report.json").read_text()) == report
