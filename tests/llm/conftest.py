@@ -10,9 +10,10 @@ from typing import Any
 import git
 import pytest
 
-from meta_agent.agents.base import Hypothesis, Implementation, PredictedEffect
+from meta_agent.agents.base import Failure, Hypothesis, Implementation, PredictedEffect
 from meta_agent.agents.llm_proposer import LLMProposer
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
+from meta_agent.backtest.static import run_static
 from meta_agent.config import BudgetSettings, LLMSettings
 from meta_agent.contract import MetricsRecord, RolloutRecord, Task, write_jsonl
 from meta_agent.domains.math import MathDomain, MathSettings
@@ -123,6 +124,23 @@ class MathBench:
                          kit_dir=prepare_kit(self.root / "kit"),
                          readable=[lib.root for lib in proposer.skills.libraries],
                          when=None, rollouts=self.rollouts_file, tasks=self.tasks_file)
+
+    def failed_at_static(self, sandbox: Sandbox) -> tuple[str, str]:
+        """(commit, static's reason) of candidate 0's first attempt (`failed_attempt`), rejected at static."""
+        failed = failed_attempt(self, self.root)
+        static = run_static(self.repo, self.main, failed, sandbox, Limits(timeout_s=300), self.root / "static-1")
+        assert not static.passed and "test_hedged_answers_are_paid" in static.reason, static.reason
+        return failed, static.reason
+
+    def repair(self, proposer: LLMProposer, sandbox: Sandbox, failed: str, reason: str
+               ) -> tuple[str | None, Implementation]:
+        """Repair turn 1 of candidate 0 after its attempt `failed` was rejected at static with `reason`."""
+        return implement(
+            repo=self.repo, base=failed, branch="cand/test/0-0", cand_id="test/0-0",
+            hypothesis=strict_answer_hypothesis(), proposer=proposer, sandbox=sandbox, limits=Limits(timeout_s=300),
+            work=self.root / "run" / "gen-000" / "cand-0" / "repair-1", kit_dir=prepare_kit(self.root / "kit"),
+            readable=[], when=None, rollouts=self.rollouts_file, tasks=self.tasks_file,
+            failure=Failure(stage="static", reason=reason, attempt=1))
 
 
 def _honest(task: Task, i: int) -> RolloutRecord:

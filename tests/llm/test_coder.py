@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_agent.agents.base import Failure, Hypothesis
+from meta_agent.agents.base import Hypothesis
 from meta_agent.backtest.gate import GateSettings, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.static import run_static
@@ -20,7 +20,7 @@ from meta_agent.llm.transcript import read_events, render
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.workspace import implement
 from sandboxes import Limits, Sandbox
-from tests.llm.conftest import MathBench, failed_attempt, make_proposer, strict_answer_hypothesis
+from tests.llm.conftest import MathBench, make_proposer, strict_answer_hypothesis
 from tests.llm.replay_server import ReplayServer, Scenario, from_transcript
 
 
@@ -103,16 +103,10 @@ def test_a_transcript_replays_into_the_same_commit(
 def test_a_recorded_repair_turn_fixes_the_failure_it_is_shown(
         serve: Callable[..., ReplayServer], math_bench: MathBench, sandbox: Sandbox, tmp_path: Path) -> None:
     repo, limits = math_bench.repo, Limits(timeout_s=300)
-    failed = failed_attempt(math_bench, tmp_path)
-    static = run_static(repo, math_bench.main, failed, sandbox, limits, tmp_path / "static-1")
-    assert not static.passed and "test_hedged_answers_are_paid" in static.reason, static.reason
+    failed, reason = math_bench.failed_at_static(sandbox)
     server = serve("coder_repair_static")
     proposer = make_proposer(server, tmp_path / "run")
-    commit, outcome = implement(
-        repo=repo, base=failed, branch="cand/test/0-0", cand_id="test/0-0", hypothesis=strict_answer_hypothesis(),
-        proposer=proposer, sandbox=sandbox, limits=limits, work=tmp_path / "run" / "gen-000" / "cand-0" / "repair-1",
-        kit_dir=prepare_kit(tmp_path / "kit"), readable=[], when=None, rollouts=math_bench.rollouts_file,
-        tasks=math_bench.tasks_file, failure=Failure(stage="static", reason=static.reason, attempt=1))
+    commit, outcome = math_bench.repair(proposer, sandbox, failed, reason)
     assert server.errors == []
     assert outcome.ok and commit is not None, outcome.reason
     assert [p.hexsha for p in repo.commit(commit).parents] == [failed], "the repair is a new commit on the attempt"

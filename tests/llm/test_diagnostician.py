@@ -126,7 +126,8 @@ def test_the_diagnostician_counts_over_all_rollouts_with_python_in_the_sandbox(
     [ran] = [e for e in read_events(tmp_path / "run" / "transcripts" / "g4-diagnostician.jsonl")
              if e["type"] == "tool" and e["name"] == "run_python"]
     assert ran["ok"] and "'s1-g0': '0/4'" in ran["result"] and "harness importable" in ran["result"]
-    assert "evidence is read-only: OSError" in ran["result"] and not (ctx.evidence_dir / "note.txt").exists()
+    assert ctx.evidence_dir is not None and not (ctx.evidence_dir / "note.txt").exists()
+    assert "evidence is read-only: OSError" in ran["result"]
 
 
 def test_without_a_sandbox_the_diagnostician_has_no_python_tool(
