@@ -273,7 +273,7 @@ class ModelRelay:
                         h.send_header(k, v)
                 h.send_header("connection", "close")
                 h.end_headers()
-                for chunk in r.iter_raw():
+                for chunk in r.iter_bytes():  # decoded: content-encoding is not passed on
                     if len(kept) + len(chunk) > MAX_RESPONSE_BYTES:
                         error = f"answer over {MAX_RESPONSE_BYTES:,} bytes: cut off"
                         break
