@@ -16,12 +16,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from meta_agent.efficacy.compute import Compute, EvolveCompute, of_evolve, of_training
 from meta_agent.efficacy.reference import make_reference_harness
 from meta_agent.errors import UserError
+from meta_agent.eventlog import EventLog
 from meta_agent.fsutil import atomic_write_text
+from meta_agent.journal import GenerationDone
 
 ARMS = ("evolved", "static", "reference", "static_total")
 
@@ -35,6 +37,21 @@ class SeedRun(BaseModel):
     search: Compute
     """What the evolve run spent besides its policy: candidate backtests and noise reruns."""
     wall_s: dict[str, float]
+    evolve_time: dict[str, float] = Field(default_factory=dict)
+    """Where the evolve run's generations spent their time (seconds): train, eval, proposer, wall."""
+
+
+def generation_time(run_dir: Path) -> dict[str, float]:
+    """The evolve run's journaled time per phase, summed over its generations (the final static arm and
+    test evaluations are the rest of its wall time)."""
+    log = EventLog(run_dir)
+    total: dict[str, float] = {}
+    g = 0
+    while (done := log.done(f"g{g}/done", GenerationDone)) is not None:
+        for phase in ("wall", "train", "eval", "proposer"):
+            total[phase] = total.get(phase, 0.0) + float(done.time.get(phase, 0.0))
+        g += 1
+    return total
 
 
 class SeedArms:
@@ -69,6 +86,7 @@ class SeedArms:
         reference = self._rollout("reference", self._reference_harness(), reference_steps, wall)
         static_total = self._rollout("static_total", None, total_steps, wall)
         run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
+                      evolve_time=generation_time(self.dir / "evolve"),
                       compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,
                                "static_total": static_total})
         atomic_write_text(timing_file, run.model_dump_json(indent=2))

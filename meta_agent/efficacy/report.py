@@ -84,6 +84,14 @@ def render(report: EfficacyReport) -> str:
         lines.append(f"| {s.seed} | {a['evolved']:.3f} | {a['static']:.3f} | {a['reference']:.3f} | "
                      f"{a['static_total']:.3f} | {s.delta['static']} | {s.delta['reference']} | "
                      f"{s.delta['static_total']} | {steps} | {s.run.search.steps} | {walls} |")
+    lines += ["", "Where each seed's evolve generations spent their time (the rest of the evolve arm's wall time is "
+              "the static arm and the final test evaluations):", ""]
+    for s in report.seeds:
+        t = s.run.evolve_time
+        if t:
+            rest = t["wall"] - t["train"] - t["eval"] - t["proposer"]
+            lines.append(f"- seed {s.seed}: {t['wall'] / 60:.1f} min: training {t['train'] / 60:.1f}, evaluation "
+                         f"{t['eval'] / 60:.1f}, proposer {t['proposer'] / 60:.1f}, other {rest / 60:.1f}")
     lines += ["", "Across seeds (stratified bootstrap over seeds, 95% CI):", "",
               "| evolved - | mean | IQM | seeds with CI above 0 |", "|---|---|---|---|"]
     for other, m in report.summary.items():
