@@ -156,8 +156,9 @@ def evolve(
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
     coder_model: Annotated[str | None, typer.Option(help="model for the coder agents (default: --model)")] = None,
     coder: Annotated[Literal["builtin", "mini-swe-agent", "claude-code", "codex"] | None, typer.Option(
-        help="who writes each candidate's code for --proposer llm: builtin (default), or an external coding agent "
-             "run in the candidate's sandbox, reaching only the model endpoint")] = None,
+        metavar="<coder>", help="builtin (default) | mini-swe-agent | claude-code | codex: who writes each "
+                                "candidate's code for --proposer llm (external agents run in the candidate's "
+                                "sandbox, reaching only the model endpoint)")] = None,
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")] = None,
     coder_api_base: Annotated[str | None, typer.Option(help="base URL of the coder's model (default: --api-base)")
                               ] = None,

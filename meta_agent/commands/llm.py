@@ -35,7 +35,8 @@ def check(
     timeout: Annotated[float | None, typer.Option(help="seconds per call")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="YAML file; its llm: section is used")] = None,
     coder: Annotated[Literal["mini-swe-agent", "claude-code", "codex"] | None, typer.Option(
-        help="also check an external coder: installed, its model's API, key and endpoint (no agent run)")] = None,
+        metavar="<coder>", help="mini-swe-agent | claude-code | codex: also check that external coder (installed, "
+                                "its model's API, key, endpoint; no agent run)")] = None,
 ) -> None:
     """Make one tiny tool-calling request: reports latency, tokens, cost and whether the model calls tools."""
     from meta_agent.config import ConfigFileError, LLMSettings, build, load_config_file
