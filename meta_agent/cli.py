@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from meta_agent.agents.external import CoderName
 from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
 from meta_agent.domains import DOMAINS
@@ -155,7 +156,7 @@ def evolve(
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
     coder_model: Annotated[str | None, typer.Option(help="model for the coder agents (default: --model)")] = None,
-    coder: Annotated[Literal["builtin", "mini-swe-agent", "claude-code", "codex"] | None, typer.Option(
+    coder: Annotated[CoderName | None, typer.Option(
         metavar="<coder>", help="builtin (default) | mini-swe-agent | claude-code | codex: who writes each "
                                 "candidate's code for --proposer llm (external agents run in the candidate's "
                                 "sandbox, reaching only the model endpoint)")] = None,

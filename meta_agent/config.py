@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
+from meta_agent.agents.external import CoderName
 from meta_agent.backtest.gate import GateSettings
 from meta_agent.domains import BUILTIN, DOMAINS, domain_entry
 from meta_agent.errors import UserError
@@ -109,7 +110,7 @@ class LLMSettings(BaseModel):
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")
     coder_api_base: str | None = Field(None, description="base URL of the coder's model when it differs (default: "
                                                          "api_base), e.g. an Anthropic endpoint for claude-code")
-    coder: Literal["builtin", "mini-swe-agent", "claude-code", "codex"] = Field(
+    coder: CoderName = Field(
         "builtin", description="who writes the code: builtin (meta-agent's own tool loop), or an external coding "
                                "agent run in the candidate's sandbox (docs/llm-agents.md)")
     max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop (external "

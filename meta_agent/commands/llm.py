@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from meta_agent.agents.external import ExternalCoderName
 from meta_agent.commands.app import App
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def check(
     api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (vLLM, llama.cpp, Ollama)")] = None,
     timeout: Annotated[float | None, typer.Option(help="seconds per call")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="YAML file; its llm: section is used")] = None,
-    coder: Annotated[Literal["mini-swe-agent", "claude-code", "codex"] | None, typer.Option(
+    coder: Annotated[ExternalCoderName | None, typer.Option(
         metavar="<coder>", help="mini-swe-agent | claude-code | codex: also check that external coder (installed, "
                                 "its model's API, key, endpoint; no agent run)")] = None,
 ) -> None:

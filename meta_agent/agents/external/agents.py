@@ -15,14 +15,12 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 from urllib.parse import urlsplit
 
+from meta_agent.agents.external import ExternalCoderName
 from meta_agent.agents.external.relay import Upstream
 from meta_agent.config import ConfigFileError
 
-ExternalName = Literal["mini-swe-agent", "claude-code", "codex"]
-CoderName = Literal["builtin", "mini-swe-agent", "claude-code", "codex"]
 ANTHROPIC = "https://api.anthropic.com"
 OPENAI = "https://api.openai.com/v1"
 NPM_PACKAGES = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
@@ -73,7 +71,7 @@ def reachable(up: Upstream, timeout_s: float = 5.0) -> str | None:
 class ExternalAgent:
     """One kind of external coder: the API it speaks, whether it is installed, and how to start it."""
 
-    name: ExternalName
+    name: ExternalCoderName
     provider: str | None = None
     """The API it speaks; None: whichever the model's provider is (mini-swe-agent, through litellm)."""
 
