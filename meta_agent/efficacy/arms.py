@@ -81,10 +81,8 @@ class SeedArms:
                                   if timing_file.is_file() else {})
         evolve = self._evolve(wall)
         steps = evolve.evolved.steps
-        reference_steps = steps
-        total_steps = steps + evolve.search.steps
-        reference = self._rollout("reference", self._reference_harness(), reference_steps, wall)
-        static_total = self._rollout("static_total", None, total_steps, wall)
+        reference = self._rollout("reference", self._reference_harness(), steps, wall)
+        static_total = self._rollout("static_total", None, steps + evolve.search.steps, wall)
         run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
                       evolve_time=generation_time(self.dir / "evolve"),
                       compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,

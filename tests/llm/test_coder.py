@@ -174,5 +174,5 @@ def test_a_coder_analyses_with_python_and_its_python_edits_are_tracked(
     assert [t["name"] for t in tools] == ["run_python", "run_python", "commit"]
     assert tools[0]["result"].startswith("['correctness'] ") and tools[0]["result"].rstrip().endswith(" tests")
     assert "[it changed harness/math/rewards.py: tracked as edits]" in tools[1]["result"]
-    assert "selftest" not in tools[2]["result"] or tools[2]["ok"]
+    assert tools[2]["ok"] and tools[2]["result"].startswith("committed"), "selftest passed on the edited files"
     assert math_bench.repo.git.diff("--name-only", math_bench.main, commit).split() == ["harness/math/rewards.py"]

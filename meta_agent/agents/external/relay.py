@@ -21,7 +21,7 @@ import socketserver
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -145,7 +145,6 @@ def answer_of(body: bytes) -> str:
 @dataclass
 class RelayStats:
     requests: int = 0
-    refused: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -212,9 +211,6 @@ class ModelRelay:
         with self._lock, self.transcript.open("ab") as f:
             f.write((line + "\n").encode("utf-8", "backslashreplace"))
 
-    def note(self, text: str) -> None:
-        self.event({"type": "note", "text": bound(text, TRANSCRIPT_CHARS)})
-
     def _refusal(self) -> str | None:
         reason = self.budget.reason(self.ledger)
         if reason:
@@ -227,7 +223,6 @@ class ModelRelay:
         return None
 
     def _refuse(self, h: _Handler, status: int, message: str) -> None:
-        self.stats.refused.append(message)
         self.event({"type": "refused", "path": h.path[:300], "status": status, "reason": message})
         payload = json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
         h.send_response(status)
