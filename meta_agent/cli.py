@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from meta_agent.agents.external import CoderName
+from meta_agent.coders import CoderName
 from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
 from meta_agent.domains import DOMAINS

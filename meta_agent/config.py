@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from meta_agent.agents.external import CoderName
 from meta_agent.backtest.gate import GateSettings
+from meta_agent.coders import CoderName
 from meta_agent.domains import BUILTIN, DOMAINS, domain_entry
 from meta_agent.errors import UserError
 from meta_agent.proposers import PROPOSERS

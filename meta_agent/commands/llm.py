@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from meta_agent.agents.external import ExternalCoderName
+from meta_agent.coders import ExternalCoderName
 from meta_agent.commands.app import App
 
 if TYPE_CHECKING:

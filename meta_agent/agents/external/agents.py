@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from meta_agent.agents.external import ExternalCoderName
 from meta_agent.agents.external.relay import Upstream
+from meta_agent.coders import ExternalCoderName
 from meta_agent.config import ConfigFileError
 
 ANTHROPIC = "https://api.anthropic.com"
