@@ -223,6 +223,12 @@ class ModelRelay:
         return None
 
     def _refuse(self, h: _Handler, status: int, message: str) -> None:
+        try:  # drain a small unread body: closing on unread data resets the connection before the answer lands
+            size = int(h.headers.get("content-length") or 0)
+            if 0 < size <= MAX_REQUEST_BYTES and not h.rfile.closed:
+                h.rfile.read(size)
+        except (ValueError, OSError):
+            pass
         self.event({"type": "refused", "path": h.path[:300], "status": status, "reason": message})
         payload = json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
         h.send_response(status)
