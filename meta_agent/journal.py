@@ -111,9 +111,11 @@ class VerdictRecorded(Verdict, Event):
     TYPE: ClassVar[str] = "verdict"
     title: str = ""
     skills: list[str] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The skill parameters the candidate used: the proposer's record of which variant it tried."""
 
     def verdict_only(self) -> Verdict:
-        return Verdict.model_validate(self.model_dump(exclude={"title", "skills"}))
+        return Verdict.model_validate(self.model_dump(exclude={"title", "skills", "params"}))
 
 
 class Combined(Event):

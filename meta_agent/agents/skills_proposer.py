@@ -1,4 +1,5 @@
-"""The offline proposer: applies active skills whose triggers match the report's failure modes.
+"""The offline proposer: applies active skills whose triggers match the report's failure modes, then
+searches the parameter ranges of the skills it tried (meta_agent/skills/variants.py).
 
 Rule-based and deterministic for a seed; it says so in every hypothesis it writes.
 """
@@ -7,13 +8,16 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from meta_agent.agents.base import Hypothesis, Implementation, Outcome, PredictedEffect, ProposalContext, Workspace
 from meta_agent.config import EvolveConfig
 from meta_agent.report.rollout_report import RolloutReport
-from meta_agent.skills.retrieve import Ranked, rank
+from meta_agent.skills.model import SkillMeta
+from meta_agent.skills.retrieve import Ranked, rank, trigger_match
 from meta_agent.skills.runner import run_apply
 from meta_agent.skills.store import SkillSet
+from meta_agent.skills.variants import Tried, next_variant, promise, tried_in
 
 
 def _evidence(ranked: Ranked, report: RolloutReport) -> tuple[str, list[str], str]:
@@ -29,11 +33,40 @@ def _evidence(ranked: Ranked, report: RolloutReport) -> tuple[str, list[str], st
             parts.append(f"label {t.label} on {stat.count}/{report.rollouts} rollouts ({stat.share:.0%}), "
                          f"e.g. {', '.join(ids)}")
             mode = mode or t.label
-        else:
+        elif trigger_match(t, report) > 0:
             value = getattr(report, t.metric or "", None)
             parts.append(f"{t.metric} = {value:.3f} ({t.describe()})" if isinstance(value, float) else t.describe())
             mode = mode or (t.metric or "")
     return "; ".join(parts), rollouts, mode
+
+
+def _shown(params: dict[str, Any], meta: SkillMeta) -> str:
+    return ", ".join(f"{n}={params.get(n)}" for n in meta.param_ranges)
+
+
+def _so_far(tried: list[Tried], meta: SkillMeta) -> str:
+    said = [f"{_shown(t.params, meta)} {t.verdict}" + (f" (delta {t.delta:+.3f})" if t.delta is not None else "")
+            for t in tried]
+    return f"A parameter variant; this run tried {'; '.join(said)}. "
+
+
+def _hypothesis(r: Ranked, report: RolloutReport, params: dict[str, Any], follow_up: str) -> Hypothesis:
+    m = r.skill.meta
+    evidence, rollouts, mode = _evidence(r, report)
+    title = f"Apply skill {m.name}" + (f" ({_shown(params, m)})" if m.param_ranges else "")
+    return Hypothesis(
+        title=title[:100],
+        failure_mode=mode or next((t.label or t.metric or "" for t in m.triggers), ""),
+        evidence=f"{follow_up}{evidence}. Chosen by the offline skills proposer (rule-based trigger match, "
+                 f"score {r.score:.2f}).",
+        evidence_rollouts=rollouts,
+        intervention=m.description,
+        kind=m.kind,
+        predicted_effects=[PredictedEffect.model_validate(e) for e in m.predicted_effects],
+        skills_used=[m.name],
+        new_labels=list(m.new_labels),
+        params=params,
+    )
 
 
 class SkillsProposer:
@@ -50,29 +83,24 @@ class SkillsProposer:
         return cls(skills=skills, seed=cfg.seed)
 
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
-        tried = {s for h in ctx.history if h.get("verdict") in ("promoted", "rejected") for s in h.get("skills", [])}
-        pool = [r for r in rank(self.skills, ctx.report) if r.trigger_score > 0 and r.skill.name not in tried]
+        """Untried skills whose triggers fire, validity first; then, while slots remain, the next variant
+        of skills this run already tried that have parameter ranges, most promising first."""
+        ranked = rank(self.skills, ctx.report)
+        tried = {r.skill.name: tried_in(ctx.history, r.skill.meta) for r in ranked}
+        pool = [r for r in ranked if r.trigger_score > 0 and not tried[r.skill.name]]
         # Seeded shuffle, then a stable sort: equal scores come out in a seed-determined order.
         # Validity first: fix what the reward measures before optimising against it.
         random.Random(self.seed + ctx.generation).shuffle(pool)
         pool.sort(key=lambda r: (r.skill.meta.kind != "validity", -r.score))
-        out = []
-        for r in pool[:k]:
-            m = r.skill.meta
-            evidence, rollouts, mode = _evidence(r, ctx.report)
-            out.append(Hypothesis(
-                title=f"Apply skill {m.name}"[:100],
-                failure_mode=mode,
-                evidence=f"{evidence}. Chosen by the offline skills proposer (rule-based trigger match, "
-                         f"score {r.score:.2f}).",
-                evidence_rollouts=rollouts,
-                intervention=m.description,
-                kind=m.kind,
-                predicted_effects=[PredictedEffect.model_validate(e) for e in m.predicted_effects],
-                skills_used=[m.name],
-                new_labels=list(m.new_labels),
-                params=dict(m.params),
-            ))
+        out = [_hypothesis(r, ctx.report, dict(r.skill.meta.params), "") for r in pool[:k]]
+        follow_ups = sorted((r for r in ranked if tried[r.skill.name] and r.skill.meta.param_ranges),
+                            key=lambda r: -promise(tried[r.skill.name]))
+        for r in follow_ups:
+            if len(out) >= k:
+                break
+            params = next_variant(r.skill.meta, tried[r.skill.name])
+            if params is not None:
+                out.append(_hypothesis(r, ctx.report, params, _so_far(tried[r.skill.name], r.skill.meta)))
         return out
 
     def learn(self, outcome: Outcome) -> Path | None:

@@ -113,7 +113,8 @@ class CandidateRun:
         if commit:  # the note first: a kill before the journal line redoes both
             add_note(ctx.repo, commit, note_for(verdict, ctx.log))
             crashpoint("verdict/after-note", ctx.run_dir)
-        ctx.log.append(VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used),
+        ctx.log.append(VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used,
+                                       params=h.params),
                        key=self.key("verdict"))
         return verdict
 

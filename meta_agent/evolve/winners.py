@@ -58,7 +58,7 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
                 together, made = combine(ctx, view, k, hypotheses[k], v, created, ctx.repo.commit("main").hexsha, i,
                                          best)
                 record = VerdictRecorded(**together.model_dump(), title=hypotheses[k].title,
-                                         skills=hypotheses[k].skills_used)
+                                         skills=hypotheses[k].skills_used, params=hypotheses[k].params)
                 done = ctx.step(_key(g, f"c{k}", "final"), VerdictRecorded, functools.partial(_same, record))
                 if made.how == "rebased" and made.branch:
                     branch = made.branch
@@ -115,7 +115,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
                       commit=(created.commit if created and created.commit else main_before),
                       domain=ctx.domain.name, metric="selection_delta" if v.kind == "performance" else "validity",
                       delta=v.delta, ci=v.ci, verdict=evidence_verdict(v), stage=v.stage,
-                      date=time.strftime("%Y-%m-%d"))
+                      date=time.strftime("%Y-%m-%d"), params=h.params)
         try:
             if record_evidence(ctx.skills, name, ev, ctx.cfg.retire_after):
                 retired.append(name)

@@ -57,6 +57,9 @@ class RolloutReport(BaseModel):
     total_tokens: int
     train_wall_time: float
     entropy_change: float | None = Field(description="relative change of policy entropy, first to last step")
+    learning_gain: float | None = Field(
+        None, description="the verified rate (the reward where nothing is verified) over the last half of the "
+                          "steps minus over the first half: how much the policy improved while it trained")
     probes_rewarded: float | None = Field(
         None, description="share of meta-agent's hacking probes (all verifier-rejected) that this harness rewards")
     curves: list[MetricsRecord]
@@ -86,6 +89,20 @@ def _entropy_change(metrics: list[MetricsRecord]) -> float | None:
     if len(values) < 2 or values[0] == 0:
         return None
     return (values[-1] - values[0]) / abs(values[0])
+
+
+def _learning_gain(rollouts: list[RolloutRecord]) -> float | None:
+    """Late-half minus early-half success (by optimizer step); None with fewer than 2 steps."""
+    steps = sorted({r.step for r in rollouts})
+    if len(steps) < 2:
+        return None
+    verified = all(r.verified is not None for r in rollouts)
+
+    def success(rs: list[RolloutRecord]) -> float:
+        return _mean([float(bool(r.verified)) if verified else r.reward for r in rs])
+
+    middle = steps[len(steps) // 2]
+    return success([r for r in rollouts if r.step >= middle]) - success([r for r in rollouts if r.step < middle])
 
 
 def build_report(
@@ -138,6 +155,7 @@ def build_report(
         total_tokens=sum(r.prompt_tokens + r.completion_tokens for r in rollouts),
         train_wall_time=train_wall_time,
         entropy_change=_entropy_change(metrics),
+        learning_gain=_learning_gain(rollouts),
         curves=metrics,
         labels=labels,
         dominant=[s.label for s in labels if s.share >= DOMINANT_SHARE],

@@ -10,6 +10,10 @@ SKILL_FILE = "SKILL.md"
 DomainTag = Annotated[str, Field(pattern=r"^(\*|[a-z][a-z0-9_]*)$")]
 """A domain name (built-in or a plugin's), or `*` for every domain."""
 APPLY_FILE = "apply.py"
+ParamValue = bool | int | float | str
+"""A value a skill parameter can take in a range (JSON scalars only: ranges are searched and compared)."""
+MAX_RANGE = 8
+"""Values per parameter range: a search space a few generations can cover."""
 SKILL_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 """Lowercase letters and digits in words joined by single hyphens: no `a--b`, no leading or trailing `-`."""
 
@@ -54,6 +58,7 @@ class Evidence(BaseModel):
         description="not_applicable: the harness already had the change (neither a win nor a loss)")
     stage: str = Field("", description="where a rejection happened: static, replay, train, gate")
     date: str
+    params: dict[str, Any] = Field(default_factory=dict, description="the parameters this application used")
 
     @property
     def won(self) -> bool:
@@ -77,12 +82,26 @@ class SkillMeta(BaseModel):
         default_factory=list, description="[{metric, direction: up|down}] the skill claims"
     )
     params: dict[str, Any] = Field(default_factory=dict, description="defaults passed to apply()")
+    param_ranges: dict[str, list[ParamValue]] = Field(
+        default_factory=dict, description="values worth trying per parameter, in the order to try them "
+                                          "(the first should be the default): the proposer searches them")
     new_labels: list[str] = Field(default_factory=list, description="diagnostic labels the skill adds")
     status: Literal["active", "retired"] = Field("active", description="retired: in every domain (by hand)")
     retired_in: list[DomainTag] = Field(
         default_factory=list, description="domains where it kept losing: retired there, still active elsewhere")
     provenance: dict[str, str] = Field(default_factory=dict, description="who wrote it: seed, or run + candidate")
     evidence: list[Evidence] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SkillMeta:
+        for key, values in self.param_ranges.items():
+            if key not in self.params:
+                raise ValueError(f"param_ranges.{key}: not one of the skill's params ({', '.join(self.params)})")
+            if not 1 <= len(values) <= MAX_RANGE:
+                raise ValueError(f"param_ranges.{key}: give 1 to {MAX_RANGE} values, not {len(values)}")
+            if len(set(map(repr, values))) != len(values):
+                raise ValueError(f"param_ranges.{key}: a value is listed twice")
+        return self
 
     def applies_to(self, domain: str) -> bool:
         return "*" in self.domains or domain in self.domains
