@@ -152,6 +152,10 @@ def evolve(
     candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
     train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation (default: the domain's; "
                                                              "math/code 4, swe 2)")] = None,
+    confirm_steps: Annotated[int | None, typer.Option(help=(
+        "successive halving: the best candidate the gate did not promote after --train-steps trains this many "
+        "more steps beside main's run, and the gate judges the longer run (default 0 = off; costs up to "
+        "2 x N GRPO steps per generation)"))] = None,
     proposer: Annotated[str | None, typer.Option(help=f"{PROPOSERS.describe()}; default skills (offline)")] = None,
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
@@ -201,7 +205,8 @@ def evolve(
     values.setdefault("budget", {}).update({k: v for k, v in budget.items() if v})
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
-        "candidates": candidates, "train_steps": train_steps, "proposer": proposer, "skills": skills or None,
+        "candidates": candidates, "train_steps": train_steps, "confirm_steps": confirm_steps,
+        "proposer": proposer, "skills": skills or None,
         "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
     run_evolve(cfg, console)
 

@@ -147,6 +147,11 @@ class EvolveConfig(RunConfig):
     selection_limit: int | None = Field(30, ge=1, description="selection-split tasks per evaluation (None = all)")
     test_limit: int | None = Field(60, ge=1, description="test-split tasks in the final comparison (None = all)")
     noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
+    confirm_steps: int = Field(0, ge=0, description=(
+        "successive halving: the most promising candidates the gate did not promote after `train_steps` train "
+        "this many more steps beside the control, and the gate judges that run (0 = off; costs "
+        "(1 + confirm_top) x confirm_steps GRPO steps per generation, at most)"))
+    confirm_top: int = Field(1, ge=1, description="candidates per generation that get the confirmation rung")
     noise_refresh: int = Field(3, ge=1, description="re-measure the noise floor after this many generations, or "
                                                     "sooner when main's selection score moved by more than it")
     repair_turns: int = Field(2, ge=0, le=5, description="times a candidate that failed static or replay goes "
@@ -168,6 +173,11 @@ class EvolveConfig(RunConfig):
             raise ValueError(f"--coder {self.llm.coder} needs --proposer llm: the skills proposer applies skills "
                              f"itself and runs no coding agent")
         return self
+
+    @property
+    def gate_tests(self) -> int:
+        """Paired CIs a generation's gate may take (the Bonferroni count): K, plus the confirmation rung's."""
+        return self.candidates + (self.confirm_top if self.confirm_steps else 0)
 
     @property
     def steps(self) -> int:

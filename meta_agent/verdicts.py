@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Stage = Literal["implement", "static", "replay", "train", "gate", "merge"]
-STAGE_ORDER: tuple[Stage, ...] = ("implement", "static", "replay", "train", "gate")
+Stage = Literal["implement", "static", "replay", "train", "confirm", "gate", "merge"]
+STAGE_ORDER: tuple[Stage, ...] = ("implement", "static", "replay", "train", "confirm", "gate")
 Kind = Literal["validity", "diagnostic", "performance"]
 """validity: closes a reward hole; diagnostic: adds failure labels only; performance: anything else."""
 

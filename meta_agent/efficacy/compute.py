@@ -58,4 +58,7 @@ def of_evolve(run_dir: Path) -> EvolveCompute:
             search += of_training(cand)
         for noise in sorted(gen.glob("noise-*")):
             search += of_training(noise)
+        for longer in [*sorted(gen.glob("cand-*/confirm")), gen / "confirm-control"]:  # the confirmation rung
+            if (longer / "metrics.jsonl").is_file():
+                search += of_training(longer)
     return EvolveCompute(evolved=evolved, static=static, search=search)

@@ -217,7 +217,7 @@ class CandidateRun:
         stage, trained, result = run_train_stage(
             repo=ctx.repo, commit=commit, main_commit=self.gen.main_before, domain=ctx.domain,
             control=self.gen.control, guard_labels=self.gen.guard_labels,
-            level=ci_level(ctx.cfg.gate, ctx.cfg.candidates),
+            level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests),
             train_kwargs={k: v for k, v in ctx.train_kwargs(self.gen.policy, self.gen.seed, self.gen.history).items()
                           if k != "domain"},
             out_dir=out, work_dir=self.dir / "work-train", eval_limit=ctx.cfg.selection_limit,

@@ -19,6 +19,7 @@ from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.domains.base import EvalResult
 from meta_agent.evolve.candidate import CandidateRun, GenerationView, failure_text
+from meta_agent.evolve.confirm import confirm
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
@@ -88,6 +89,7 @@ class Generation:
                               main_replay=main_replay, replay_set=replay_set, guard_labels=guard_labels(ctx, g),
                               evidence=self.evidence)
         verdicts = [CandidateRun(ctx, view, k, h).run() for k, h in enumerate(hypotheses)]
+        verdicts = confirm(ctx, view, verdicts, hypotheses)
         verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
         learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)
         event = GenerationDone(

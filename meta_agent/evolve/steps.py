@@ -25,10 +25,13 @@ def evaluated(result: EvalResult) -> Evaluated:
 
 
 def train_and_report(ctx: RunContext, commit: str, policy: Path, seed: int, history: Path | None,
-                     out: Path, work: Path) -> Trained:
-    """Train `policy` under harness@commit into `out` (rollouts, report, checkpoint)."""
-    run = train_commit(repo=ctx.repo, commit=commit, out_dir=fresh_dir(out), work_dir=work,
-                       **ctx.train_kwargs(policy, seed, history))
+                     out: Path, work: Path, steps: int | None = None) -> Trained:
+    """Train `policy` under harness@commit into `out` (rollouts, report, checkpoint); `steps` (default the
+    run's) for a longer or shorter run."""
+    kwargs = ctx.train_kwargs(policy, seed, history)
+    if steps is not None:
+        kwargs["steps"] = steps
+    run = train_commit(repo=ctx.repo, commit=commit, out_dir=fresh_dir(out), work_dir=work, **kwargs)
     write_report(run.report, out)
     return Trained(out=str(out), checkpoint=str(run.checkpoint), reward=run.report.reward_mean,
                    train_seconds=run.output.seconds)

@@ -1,0 +1,133 @@
+"""Successive halving in two rungs: every performance candidate gets the short train stage (`steps`);
+the `confirm_top` best by paired delta that the gate did not promote on it (and that did not score
+below the control: a delta of exactly 0 is common when a short run barely moves the policy) train
+`confirm_steps` more steps from where they stopped, beside the control trained as much more under
+main, and the gate judges that longer run.
+
+So many ideas get a cheap look and the few that moved the score get enough training for the gate to
+see a delta above the noise, without paying the long run for every idea. The policy the next
+generation starts from is still a run of `steps` (the winner's first-rung checkpoint): the longer
+rung is search compute, reported as such, never extra training for the evolved policy.
+
+Both rungs are tests of the same family: with confirmation on, every CI of the generation is taken at
+the Bonferroni level over K + confirm_top tests, so the family-wise error stays at `family_alpha`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from meta_agent.agents.base import Hypothesis
+from meta_agent.backtest.gate import ci_level, decide
+from meta_agent.backtest.train_stage import Control, invalid_share, run_train_stage
+from meta_agent.domains.base import EvalResult
+from meta_agent.evolve.candidate import CandidateRun, GenerationView, note_for, stages_of
+from meta_agent.evolve.context import RunContext
+from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
+from meta_agent.fsutil import atomic_write_text, fresh_dir
+from meta_agent.gitops import add_note
+from meta_agent.journal import CandidateCreated, Evaluated, Trained, VerdictRecorded, with_repairs
+from meta_agent.report.render import write_report
+from meta_agent.training import load_trained
+from meta_agent.verdicts import StageResult, Verdict
+
+CONTINUE_SEED = 20_000
+"""Offset of the longer rung's sampling seed: both arms continue with the same one (paired)."""
+
+
+def _promising(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]) -> list[int]:
+    """Candidates rejected at the gate on the short rung, not below the control, with no more invalid
+    rollouts than it (a longer run does not fix a reward the diagnostics flag), best delta first."""
+    out = []
+    for k, v in enumerate(verdicts):
+        if v.verdict != "rejected" or v.stage != "gate" or v.kind != "performance" or v.delta is None or v.delta < 0:
+            continue
+        train = next((s for s in reversed(stages_of(ctx.log, v.cand_id)) if s.stage == "train"), None)
+        if train is None or "checkpoint" not in train.metrics:
+            continue
+        m = train.metrics
+        if float(m["invalid_share"]) > float(m["control_invalid_share"]) + ctx.cfg.gate.invalid_margin:
+            continue
+        out.append(k)
+    out.sort(key=lambda k: -(verdicts[k].delta or 0.0))
+    return out[:ctx.cfg.confirm_top]
+
+
+def _longer_control(ctx: RunContext, view: GenerationView) -> Control:
+    """Main's run of this generation, trained `confirm_steps` more under main, and its selection score."""
+    out = view.dir / "confirm-control"
+    seed = view.seed + CONTINUE_SEED
+    ctx.reporter.phase(f"gen {view.g}: confirmation rung: training the control {ctx.cfg.confirm_steps} more steps")
+    ctx.step(view.key("confirm", "control-train"), Trained, lambda: train_and_report(
+        ctx, view.main_before, view.control.run.checkpoint, seed, view.history, out, view.dir / "work-confirm",
+        steps=ctx.cfg.confirm_steps))
+    run = load_trained(out, ctx.domain, str(ctx.root_policy), ctx.tasks_file)
+    ctx.step(view.key("confirm", "control-eval"), Evaluated, lambda: evaluated(evaluate(
+        ctx, run.checkpoint, out / "eval.json", limit=ctx.cfg.selection_limit)))
+    result = EvalResult.model_validate_json((out / "eval.json").read_text())
+    return Control(run=run, eval=result, invalid_share=invalid_share(run, ctx.domain.invalid_labels))
+
+
+def _confirm_stage(ctx: RunContext, view: GenerationView, run: CandidateRun, commit: str, checkpoint: Path,
+                   control: Control) -> StageResult:
+    out = fresh_dir(run.dir / "confirm")
+    kwargs = ctx.train_kwargs(checkpoint, view.seed + CONTINUE_SEED, view.history)
+    kwargs["steps"] = ctx.cfg.confirm_steps
+    kwargs.pop("domain")
+    stage, trained, result = run_train_stage(
+        repo=ctx.repo, commit=commit, main_commit=view.main_before, domain=ctx.domain, control=control,
+        guard_labels=view.guard_labels, level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests), train_kwargs=kwargs,
+        out_dir=out, work_dir=run.dir / "work-confirm", eval_limit=ctx.cfg.selection_limit,
+        root_policy=ctx.root_policy, seed=view.seed)
+    if trained is not None:
+        write_report(trained.report, out)
+    if result is not None:
+        atomic_write_text(out / "eval.json", result.model_dump_json(indent=2))
+    total = ctx.cfg.steps + ctx.cfg.confirm_steps
+    return stage.model_copy(update={"stage": "confirm", "metrics": {**stage.metrics, "steps": total},
+                                    "reason": f"after {total} steps: {stage.reason}"})
+
+
+def confirm(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypotheses: list[Hypothesis]
+            ) -> list[Verdict]:
+    """The generation's verdicts after the longer rung (unchanged when `confirm_steps` is 0)."""
+    if ctx.cfg.confirm_steps == 0:
+        return verdicts
+    chosen = _promising(ctx, view, verdicts)
+    if not chosen:
+        return verdicts
+    control = _longer_control(ctx, view)
+    longer = dataclasses.replace(view, control=control)
+    final = list(verdicts)
+    for k in chosen:
+        done = ctx.log.done(view.key(f"c{k}", "confirmed"), VerdictRecorded)
+        if done is None:
+            done = _confirm_one(ctx, longer, k, hypotheses[k], verdicts[k], control)
+        final[k] = done.verdict_only()
+    return final
+
+
+def _confirm_one(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, short: Verdict, control: Control
+                 ) -> VerdictRecorded:
+    created = ctx.log.done(view.key(f"c{k}", "created"), CandidateCreated)
+    assert created is not None and created.commit, f"candidate {short.cand_id} reached the gate without a commit"
+    commit = with_repairs(ctx.log, created).commit
+    assert commit is not None
+    run = CandidateRun(ctx, view, k, h)
+    train = next(s for s in reversed(stages_of(ctx.log, short.cand_id)) if s.stage == "train")
+    ctx.reporter.phase(f"gen {view.g}: candidate {k}: confirmation rung ({ctx.cfg.confirm_steps} more steps)")
+    stage = run._stage("confirm", lambda: _confirm_stage(ctx, view, run, commit, Path(train.metrics["checkpoint"]),
+                                                         control))
+    replay = next(s for s in reversed(stages_of(ctx.log, short.cand_id)) if s.stage == "replay")
+    judged = stage.model_copy(update={"stage": "train"})  # the gate reads the longest run as the train evidence
+    verdict = decide(short.cand_id, h.kind, [replay.result(), judged], view.noise_floor, ctx.cfg.gate)
+    if not stage.passed:
+        verdict = verdict.model_copy(update={"stage": "confirm"})
+    verdict = verdict.model_copy(update={"reason": (
+        f"{short.reason}; on the confirmation rung ({ctx.cfg.steps}+{ctx.cfg.confirm_steps} steps, control "
+        f"trained as long): {verdict.reason}")})
+    add_note(ctx.repo, commit, note_for(verdict, ctx.log))
+    record = VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used, params=h.params)
+    ctx.log.append(record, key=view.key(f"c{k}", "confirmed"))
+    return record

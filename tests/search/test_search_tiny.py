@@ -1,0 +1,111 @@
+"""The search on the tiny policy, one run for both checks (it is the slow part): a run whose only skill
+is `learning-rate`, with the confirmation rung on.
+
+- Parameter variants: generation 0 tries the skill's default; with nothing untried left, generation 1
+  tries the next value of its range instead of proposing nothing.
+- Budget split: a candidate the gate did not promote on the short train stage (and that did not score
+  below main) trains `confirm_steps` more steps beside main's run trained as much more, and its verdict
+  is the gate's decision on that longer run; the next generation still starts from a run of `steps`,
+  and the benchmark counts the longer rung as search compute.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+
+from meta_agent.efficacy.compute import of_evolve
+from meta_agent.journal import GenerationDone, StageDone, VerdictRecorded
+from meta_agent.paths import seed_skills
+from meta_agent.skills.evidence import set_status
+from meta_agent.skills.store import default_skill_set
+from tests.conftest import journal
+from tests.evolve.conftest import meta_agent, tiny_config
+
+pytestmark = pytest.mark.slow
+
+STEPS, CONFIRM = 2, 3
+
+
+def only(skill: str, data: Path) -> None:
+    """Retire every other seed skill in math, in the user library under `data` (as `skills retire` does)."""
+    skills = default_skill_set()
+    for folder in seed_skills().iterdir():
+        if (folder / "SKILL.md").is_file() and folder.name != skill:
+            set_status(skills, folder.name, retired=True, domain="math")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("search")
+    data, run_dir = root / "data", root / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("META_AGENT_DATA", str(data))
+        only("learning-rate", data)
+    config = tiny_config(run_dir, generations=2, candidates=1, train_steps=STEPS, confirm_steps=CONFIRM,
+                         noise_reruns=0, control="none", skills=[])
+    res = meta_agent("evolve", "--config", str(config), data_dir=data)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return run_dir
+
+
+def _first(run: Path, g: int) -> list[dict[str, object]]:
+    """Generation g's verdicts, in journal order."""
+    return [v for v in journal(run, VerdictRecorded) if str(v["cand_id"]).endswith(f"/{g}-0")]
+
+
+def test_the_second_generation_searches_the_range_of_the_skill_the_first_tried(
+        run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = _first(run, 0)[0], _first(run, 1)[0]
+    assert (first["skills"], first["params"]) == (["learning-rate"], {"learning_rate": 1e-4})
+    assert (second["skills"], second["params"]) == (["learning-rate"], {"learning_rate": 2e-4})
+    assert "learning_rate=0.0002" in str(second["title"])
+    repo = git.Repo(run / "harness")
+    branch = next(b for b in repo.branches if b.name.startswith("cand/") and b.name.endswith("/1-0"))
+    harness = yaml.safe_load(repo.git.show(f"{branch.commit.hexsha}:harness.yaml"))
+    assert harness["rl"]["learning_rate"] == pytest.approx(2e-4), "the candidate's harness holds the variant"
+    monkeypatch.setenv("META_AGENT_DATA", str(run.parent / "data"))
+    evidence = default_skill_set().get("learning-rate").meta.evidence
+    assert [e.params for e in evidence] == [{"learning_rate": 1e-4}, {"learning_rate": 2e-4}], \
+        "each variant's test is recorded on the skill with its parameters"
+
+
+def _lines(path: Path) -> int:
+    return sum(1 for line in path.read_text().splitlines() if line.strip())
+
+
+def test_an_unproven_candidate_is_judged_again_on_a_longer_run(run: Path) -> None:
+    for g in (0, 1):
+        verdicts = _first(run, g)
+        short = verdicts[0]
+        if not (short["verdict"] == "rejected" and short["stage"] == "gate" and (short["delta"] or 0) >= 0):
+            continue  # promoted or worse than main on the short rung: nothing to confirm
+        gen = run / f"gen-{g:03d}"
+        assert len(verdicts) == 2, "the longer rung records a second verdict"
+        confirmed = verdicts[1]
+        [stage] = [s for s in journal(run, StageDone) if s["cand_id"] == short["cand_id"] and s["stage"] == "confirm"]
+        metrics = stage["metrics"]
+        assert _lines(gen / "cand-0" / "confirm" / "metrics.jsonl") == CONFIRM
+        assert _lines(gen / "confirm-control" / "metrics.jsonl") == CONFIRM
+        assert metrics["steps"] == STEPS + CONFIRM
+        control = json.loads((gen / "confirm-control" / "eval.json").read_text())
+        assert metrics["control_score"] == pytest.approx(control["score"]["mean"]), "compared with the longer control"
+        assert confirmed["delta"] == pytest.approx(metrics["delta"]) and confirmed["ci"] == metrics["ci"], \
+            "the verdict is the gate's decision on the longer run"
+        assert metrics["ci_level"] == pytest.approx(1 - 0.05 / 2), "Bonferroni over K=1 candidate + 1 confirmation"
+        assert "confirmation rung" in str(confirmed["reason"])
+        done = next(d for d in journal(run, GenerationDone) if d["gen"] == g)
+        assert "confirm" not in str(done["next_policy"]), "the next generation starts from a run of `steps`"
+        break
+    else:
+        pytest.fail("no candidate reached the confirmation rung: the test shows nothing")
+    compute = of_evolve(run)
+    assert compute.evolved.steps == 2 * STEPS, "the evolved policy trained `steps` per generation, no more"
+    confirmations = len(list(run.glob("gen-*/cand-*/confirm/metrics.jsonl")))
+    backtests = len(list(run.glob("gen-*/cand-*/train/metrics.jsonl")))
+    assert compute.search.steps == backtests * STEPS + 2 * confirmations * CONFIRM, \
+        "the longer rung (candidate and control) is counted as search compute"
