@@ -54,6 +54,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--out", type=Path, help="results folder (default bench/results/efficacy-<preset>)")
     ap.add_argument("--sandbox", default="auto", help="auto | bwrap | docker")
+    ap.add_argument("--confirm-steps", type=int, default=None,
+                    help="the evolve arm's confirmation rung (successive halving; default: the preset's)")
     args = ap.parse_args()
     out = (args.out or ROOT / "bench" / "results" / f"efficacy-{args.preset}").resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -62,7 +64,8 @@ def main() -> None:
               "math": preset["math"]}
     run_config, evolve_config = out / "run.yaml", out / "evolve.yaml"
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
-    atomic_write_text(evolve_config, yaml.safe_dump({**common, "proposer": "skills", **preset}))
+    search = {} if args.confirm_steps is None else {"confirm_steps": args.confirm_steps}
+    atomic_write_text(evolve_config, yaml.safe_dump({**common, "proposer": "skills", **preset, **search}))
     seeds = []
     for seed in range(args.seeds):
         arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"])
