@@ -37,9 +37,10 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The whole suite, as CI runs it (the docker tests start a private dockerd of their own).
+# The whole suite, as CI runs it (the docker tests start a private dockerd of their own). The 15 slowest
+# tests are listed at the end: the suite must stay well under 30 minutes on a 2-core machine.
 test: setup lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 # The inner loop: everything but the tests marked slow (training runs, whole evolve loops) and the
 # docker ones (an engine, and an image built once); `make test` runs them all.

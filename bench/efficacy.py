@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from meta_agent.efficacy.arms import SeedArms  # noqa: E402
-from meta_agent.efficacy.report import build, render, seed_report  # noqa: E402
+from meta_agent.efficacy.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 
 MATH_EVAL = {"train_size": 200, "selection_size": 30, "test_size": 60}
@@ -56,7 +56,19 @@ def main() -> None:
     ap.add_argument("--sandbox", default="auto", help="auto | bwrap | docker")
     ap.add_argument("--confirm-steps", type=int, default=None,
                     help="the evolve arm's confirmation rung (successive halving; default: the preset's)")
+    ap.add_argument("--compare", nargs="+", metavar="LABEL=OUT",
+                    help="print the ablation table of finished benchmarks (their report.json) and exit")
+    ap.add_argument("--archive-parents", type=int, default=None,
+                    help="the evolve arm's archive parents per generation (default: the preset's)")
     args = ap.parse_args()
+    if args.compare:
+        rows = []
+        for item in args.compare:
+            label, _, folder = item.rpartition("=")
+            report = EfficacyReport.model_validate_json((Path(folder) / "report.json").read_text())
+            rows.append((label or folder, report))
+        print(compare(rows))
+        return
     out = (args.out or ROOT / "bench" / "results" / f"efficacy-{args.preset}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     preset = PRESETS[args.preset]
@@ -64,13 +76,16 @@ def main() -> None:
               "math": preset["math"]}
     run_config, evolve_config = out / "run.yaml", out / "evolve.yaml"
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
-    search = {} if args.confirm_steps is None else {"confirm_steps": args.confirm_steps}
-    atomic_write_text(evolve_config, yaml.safe_dump({**common, "proposer": "skills", **preset, **search}))
+    chosen = {k: v for k, v in (("confirm_steps", args.confirm_steps), ("archive_parents", args.archive_parents))
+              if v is not None}
+    settings = {**common, "proposer": "skills", **preset, **chosen}
+    atomic_write_text(evolve_config, yaml.safe_dump(settings))
+    search = {k: settings.get(k, 0) for k in ("confirm_steps", "archive_parents")}
     seeds = []
     for seed in range(args.seeds):
         arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"])
         seeds.append(seed_report(arms.dir, arms.run()))
-    report = build("math", args.preset, seeds)
+    report = build("math", args.preset, seeds, search)
     atomic_write_text(out / "report.json", report.model_dump_json(indent=2))
     text = render(report)
     atomic_write_text(out / "report.md", text)

@@ -156,6 +156,9 @@ def evolve(
         "successive halving: the best candidate the gate did not promote after --train-steps trains this many "
         "more steps beside main's run, and the gate judges the longer run (default 0 = off; costs up to "
         "2 x N GRPO steps per generation)"))] = None,
+    archive_parents: Annotated[int | None, typer.Option(help=(
+        "build up to N of a generation's candidates on an archived one that passed every stage without "
+        "being promoted, instead of on main alone (default 0 = off; no extra cost)"))] = None,
     proposer: Annotated[str | None, typer.Option(help=f"{PROPOSERS.describe()}; default skills (offline)")] = None,
     model: Annotated[str | None, typer.Option(help="litellm model for --proposer llm")] = None,
     diagnostician_model: Annotated[str | None, typer.Option(help="diagnostician model (default: --model)")] = None,
@@ -206,7 +209,7 @@ def evolve(
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "confirm_steps": confirm_steps,
-        "proposer": proposer, "skills": skills or None,
+        "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
         "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
     run_evolve(cfg, console)
 

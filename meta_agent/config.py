@@ -152,6 +152,9 @@ class EvolveConfig(RunConfig):
         "this many more steps beside the control, and the gate judges that run (0 = off; costs "
         "(1 + confirm_top) x confirm_steps GRPO steps per generation, at most)"))
     confirm_top: int = Field(1, ge=1, description="candidates per generation that get the confirmation rung")
+    archive_parents: int = Field(0, ge=0, description=(
+        "of a generation's K hypotheses, up to this many are built on an archived candidate (one that passed "
+        "every stage, did not score below main, but was not promoted) instead of on main alone (0 = off)"))
     noise_refresh: int = Field(3, ge=1, description="re-measure the noise floor after this many generations, or "
                                                     "sooner when main's selection score moved by more than it")
     repair_turns: int = Field(2, ge=0, le=5, description="times a candidate that failed static or replay goes "

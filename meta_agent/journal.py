@@ -97,6 +97,18 @@ class CandidateCreated(Event):
     kind: Literal["validity", "performance"]
     skills: list[str]
     implement_seconds: float = 0.0
+    parent: str | None = None
+    """The archived candidate it was built on (its change merged onto main first); None: built on main."""
+
+
+class ParentsChosen(Event):
+    """Which of a generation's hypotheses are built on an archived candidate instead of main
+    (meta_agent/evolve/archive.py): k -> the archived cand_id and the commit that merged it onto main."""
+
+    TYPE: ClassVar[str] = "parents_chosen"
+    parents: dict[int, tuple[str, str]] = Field(default_factory=dict)
+    skipped: list[str] = Field(default_factory=list)
+    """Archived candidates that no longer merge onto main, with the reason."""
 
 
 class StageDone(StageResult, Event):
@@ -205,7 +217,7 @@ class RunDone(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
     RunStarted, GenerationStarted, CommitTime, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed,
-    CandidateCreated, StageDone, VerdictRecorded, Combined, Repaired, Merged, SkillEvidence, SkillWritten,
-    GenerationDone, FinalEval, RunDone,
+    CandidateCreated, ParentsChosen, StageDone, VerdictRecorded, Combined, Repaired, Merged, SkillEvidence,
+    SkillWritten, GenerationDone, FinalEval, RunDone,
 )}
 """Type name in the file -> model; every event the loop writes is one of these."""

@@ -23,7 +23,7 @@ from meta_agent.efficacy.reference import make_reference_harness
 from meta_agent.errors import UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.fsutil import atomic_write_text
-from meta_agent.journal import GenerationDone
+from meta_agent.journal import CandidateCreated, GenerationDone, Merged
 
 ARMS = ("evolved", "static", "reference", "static_total")
 
@@ -39,6 +39,15 @@ class SeedRun(BaseModel):
     wall_s: dict[str, float]
     evolve_time: dict[str, float] = Field(default_factory=dict)
     """Where the evolve run's generations spent their time (seconds): train, eval, proposer, wall."""
+    merged: list[str] = Field(default_factory=list)
+    """Titles of the candidates the evolve run merged into main, in merge order."""
+
+
+def merged_titles(run_dir: Path) -> list[str]:
+    """What the search found: the merged candidates' titles, from the evolve run's journal."""
+    log = EventLog(run_dir)
+    titles = {c.cand_id: c.title for c in log.of_type(CandidateCreated)}
+    return [titles.get(m.cand_id, m.cand_id) for m in log.of_type(Merged)]
 
 
 def generation_time(run_dir: Path) -> dict[str, float]:
@@ -84,7 +93,7 @@ class SeedArms:
         reference = self._rollout("reference", self._reference_harness(), steps, wall)
         static_total = self._rollout("static_total", None, steps + evolve.search.steps, wall)
         run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
-                      evolve_time=generation_time(self.dir / "evolve"),
+                      evolve_time=generation_time(self.dir / "evolve"), merged=merged_titles(self.dir / "evolve"),
                       compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,
                                "static_total": static_total})
         atomic_write_text(timing_file, run.model_dump_json(indent=2))

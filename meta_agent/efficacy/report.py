@@ -8,8 +8,9 @@ mean and the interquartile mean of each difference with stratified bootstrap CIs
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from meta_agent.domains.base import EvalResult
 from meta_agent.efficacy.arms import ARMS, SeedRun
@@ -41,6 +42,8 @@ class EfficacyReport(BaseModel):
     preset: str
     seeds: list[SeedReport]
     summary: dict[str, Summary]
+    search: dict[str, Any] = Field(default_factory=dict)
+    """The evolve arm's search settings (confirm_steps, archive_parents, ...) this report measured."""
 
 
 def load_results(seed_dir: Path) -> dict[str, EvalResult]:
@@ -60,14 +63,15 @@ def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
     return SeedReport(seed=run.seed, accuracy=accuracy, n_tasks=len(ids), delta=delta, run=run)
 
 
-def build(domain: str, preset: str, seeds: list[SeedReport]) -> EfficacyReport:
+def build(domain: str, preset: str, seeds: list[SeedReport], search: dict[str, Any] | None = None
+          ) -> EfficacyReport:
     summary = {}
     for other in COMPARISONS:
         values = [s.delta[other].mean for s in seeds]
         summary[other] = Summary(mean=stratified_bootstrap_ci({domain: values}, "mean"),
                                  iqm=stratified_bootstrap_ci({domain: values}, "iqm"),
                                  seeds_above_zero=sum(1 for s in seeds if s.delta[other].low > 0), seeds=len(seeds))
-    return EfficacyReport(domain=domain, preset=preset, seeds=seeds, summary=summary)
+    return EfficacyReport(domain=domain, preset=preset, seeds=seeds, summary=summary, search=search or {})
 
 
 def render(report: EfficacyReport) -> str:
@@ -99,4 +103,17 @@ def render(report: EfficacyReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["EfficacyReport", "build", "iqm", "render", "seed_report"]
+def compare(rows: list[tuple[str, EfficacyReport]]) -> str:
+    """One line per (search setting, seed): the ablation table of the search's parts, from saved reports."""
+    lines = ["| search | seed | evolved | static | reference | evolved - static | evolved - reference | "
+             "merged | search steps |", "|---|---|---|---|---|---|---|---|---|"]
+    for label, report in rows:
+        for s in report.seeds:
+            a = s.accuracy
+            merged = "; ".join(s.run.merged) or "nothing"
+            lines.append(f"| {label} | {s.seed} | {a['evolved']:.3f} | {a['static']:.3f} | {a['reference']:.3f} | "
+                         f"{s.delta['static']} | {s.delta['reference']} | {merged} | {s.run.search.steps} |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["EfficacyReport", "build", "compare", "iqm", "render", "seed_report"]

@@ -63,8 +63,11 @@ class GenerationView:
 class CandidateRun:
     """One candidate; with a `tag` (e.g. `+combined`), a re-test of it combined with earlier winners."""
 
-    def __init__(self, ctx: RunContext, gen: GenerationView, k: int, hypothesis: Hypothesis, tag: str = "") -> None:
+    def __init__(self, ctx: RunContext, gen: GenerationView, k: int, hypothesis: Hypothesis, tag: str = "",
+                 parent: tuple[str, str] | None = None) -> None:
+        """`parent`: (archived cand_id, the commit that merged it onto main) to build on instead of main."""
         self.ctx, self.gen, self.k, self.hypothesis, self.tag = ctx, gen, k, hypothesis, tag
+        self.parent = parent
 
     @property
     def cand_id(self) -> str:
@@ -189,14 +192,16 @@ class CandidateRun:
         return CandidateCreated(
             cand_id=self.cand_id, run_id=self.ctx.run_id, gen=self.gen.g, k=self.k,
             branch=self.branch if commit else "", commit=commit, ok=commit is not None, reason=reason,
-            summary=summary, title=h.title, kind=h.kind, skills=h.skills_used, implement_seconds=seconds)
+            summary=summary, title=h.title, kind=h.kind, skills=h.skills_used, implement_seconds=seconds,
+            parent=self.parent[0] if self.parent else None)
 
     def _implement(self) -> CandidateCreated:
         ctx, h = self.ctx, self.hypothesis
         roots = [lib.root for lib in ctx.skills.libraries]
         started = time.monotonic()
         commit, outcome = implement(
-            repo=ctx.repo, base=self.gen.main_before, branch=self.branch, cand_id=self.cand_id, hypothesis=h,
+            repo=ctx.repo, base=self.parent[1] if self.parent else self.gen.main_before, branch=self.branch,
+            cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
             kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.key("commit")),
             rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, evidence=self.gen.evidence,

@@ -18,6 +18,7 @@ from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.domains.base import EvalResult
+from meta_agent.evolve.archive import choose_parents
 from meta_agent.evolve.candidate import CandidateRun, GenerationView, failure_text
 from meta_agent.evolve.confirm import confirm
 from meta_agent.evolve.context import RunContext
@@ -33,6 +34,7 @@ from meta_agent.journal import (
     GenerationStarted,
     MainReplayed,
     NoiseMeasured,
+    ParentsChosen,
     Proposed,
     Repaired,
     StageDone,
@@ -88,7 +90,8 @@ class Generation:
                               main_before=self.main_before, noise_floor=self.noise_floor, control=control,
                               main_replay=main_replay, replay_set=replay_set, guard_labels=guard_labels(ctx, g),
                               evidence=self.evidence)
-        verdicts = [CandidateRun(ctx, view, k, h).run() for k, h in enumerate(hypotheses)]
+        parents = self._parents(hypotheses)
+        verdicts = [CandidateRun(ctx, view, k, h, parent=parents.get(k)).run() for k, h in enumerate(hypotheses)]
         verdicts = confirm(ctx, view, verdicts, hypotheses)
         verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
         learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)
@@ -203,6 +206,16 @@ class Generation:
         except (OSError, ValueError, git.GitCommandError) as e:
             self.ctx.reporter.phase(f"gen {self.g}: no evidence folder this generation ({failure_text(e, 300)})")
             return None
+
+    def _parents(self, hypotheses: list[Hypothesis]) -> dict[int, tuple[str, str]]:
+        """Hypotheses to build on an archived candidate (evolve/archive.py); none unless `archive_parents`."""
+        if self.ctx.cfg.archive_parents == 0 or not hypotheses:
+            return {}
+        chosen = self.ctx.step(self.key("parents"), ParentsChosen, lambda: choose_parents(
+            self.ctx, self.main_before, hypotheses, self.key("parents")))
+        for k, (cand, _) in sorted(chosen.parents.items()):
+            self.ctx.reporter.phase(f"gen {self.g}: candidate {k} builds on archived candidate {cand}")
+        return chosen.parents
 
     def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
         ctx = self.ctx

@@ -1,8 +1,10 @@
-"""The search on the tiny policy, one run for both checks (it is the slow part): a run whose only skill
-is `learning-rate`, with the confirmation rung on.
+"""The search on the tiny policy, one run for all three checks (the run is the slow part): its only skills
+are `learning-rate` and `group-size`, with the confirmation rung and one archive parent per generation.
 
-- Parameter variants: generation 0 tries the skill's default; with nothing untried left, generation 1
-  tries the next value of its range instead of proposing nothing.
+- Parameter variants: generation 0 tries each skill's default; with nothing untried left, generation 1
+  tries the next value of their ranges instead of proposing nothing.
+- Archive parents: one of generation 1's candidates is built on a generation-0 candidate that passed
+  every stage without being promoted, of the other skill (novelty), merged onto main first.
 - Budget split: a candidate the gate did not promote on the short train stage (and that did not score
   below main) trains `confirm_steps` more steps beside main's run trained as much more, and its verdict
   is the gate's decision on that longer run; the next generation still starts from a run of `steps`,
@@ -31,11 +33,11 @@ pytestmark = pytest.mark.slow
 STEPS, CONFIRM = 2, 3
 
 
-def only(skill: str, data: Path) -> None:
+def only(keep: set[str], data: Path) -> None:
     """Retire every other seed skill in math, in the user library under `data` (as `skills retire` does)."""
     skills = default_skill_set()
     for folder in seed_skills().iterdir():
-        if (folder / "SKILL.md").is_file() and folder.name != skill:
+        if (folder / "SKILL.md").is_file() and folder.name not in keep:
             set_status(skills, folder.name, retired=True, domain="math")
 
 
@@ -45,9 +47,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data, run_dir = root / "data", root / "run"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("META_AGENT_DATA", str(data))
-        only("learning-rate", data)
-    config = tiny_config(run_dir, generations=2, candidates=1, train_steps=STEPS, confirm_steps=CONFIRM,
-                         noise_reruns=0, control="none", skills=[])
+        only({"learning-rate", "group-size"}, data)
+    config = tiny_config(run_dir, generations=2, candidates=2, train_steps=STEPS, confirm_steps=CONFIRM,
+                         archive_parents=1, noise_reruns=0, control="none", skills=[])
     res = meta_agent("evolve", "--config", str(config), data_dir=data)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run_dir
