@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from meta_agent.efficacy.compute import of_evolve
-from meta_agent.journal import GenerationDone, StageDone, VerdictRecorded
+from meta_agent.journal import CandidateCreated, GenerationDone, ParentsChosen, StageDone, VerdictRecorded
 from meta_agent.paths import seed_skills
 from meta_agent.skills.evidence import set_status
 from meta_agent.skills.store import default_skill_set
@@ -55,20 +55,28 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_dir
 
 
-def _first(run: Path, g: int) -> list[dict[str, object]]:
-    """Generation g's verdicts, in journal order."""
-    return [v for v in journal(run, VerdictRecorded) if str(v["cand_id"]).endswith(f"/{g}-0")]
+def _verdicts(run: Path, g: int) -> list[dict[str, object]]:
+    """Generation g's verdicts, in journal order (a confirmed candidate has two)."""
+    return [v for v in journal(run, VerdictRecorded) if f"/{g}-" in str(v["cand_id"])]
 
 
-def test_the_second_generation_searches_the_range_of_the_skill_the_first_tried(
+def _tried(run: Path, g: int) -> set[tuple[str, str]]:
+    return {(str(v["skills"][0]), json.dumps(v["params"], sort_keys=True))  # type: ignore[index]
+            for v in _verdicts(run, g)}
+
+
+def test_the_second_generation_searches_the_ranges_of_the_skills_the_first_tried(
         run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first, second = _first(run, 0)[0], _first(run, 1)[0]
-    assert (first["skills"], first["params"]) == (["learning-rate"], {"learning_rate": 1e-4})
-    assert (second["skills"], second["params"]) == (["learning-rate"], {"learning_rate": 2e-4})
-    assert "learning_rate=0.0002" in str(second["title"])
+    def variant(skill: str, **params: object) -> tuple[str, str]:
+        return skill, json.dumps(params, sort_keys=True)
+
+    assert _tried(run, 0) == {variant("learning-rate", learning_rate=1e-4), variant("group-size", group_size=8)}
+    assert _tried(run, 1) == {variant("learning-rate", learning_rate=2e-4), variant("group-size", group_size=2)}, \
+        "with every triggered skill tried, the next values of their ranges"
     repo = git.Repo(run / "harness")
-    branch = next(b for b in repo.branches if b.name.startswith("cand/") and b.name.endswith("/1-0"))
-    harness = yaml.safe_load(repo.git.show(f"{branch.commit.hexsha}:harness.yaml"))
+    created = {c["title"]: c for c in journal(run, CandidateCreated) if c["gen"] == 1}
+    lr = created["Apply skill learning-rate (learning_rate=0.0002)"]
+    harness = yaml.safe_load(repo.git.show(f"{lr['commit']}:harness.yaml"))
     assert harness["rl"]["learning_rate"] == pytest.approx(2e-4), "the candidate's harness holds the variant"
     monkeypatch.setenv("META_AGENT_DATA", str(run.parent / "data"))
     evidence = default_skill_set().get("learning-rate").meta.evidence
@@ -76,29 +84,51 @@ def test_the_second_generation_searches_the_range_of_the_skill_the_first_tried(
         "each variant's test is recorded on the skill with its parameters"
 
 
+def test_a_candidate_builds_on_an_archived_one_of_another_skill(run: Path) -> None:
+    repo = git.Repo(run / "harness")
+    chosen = [p for p in journal(run, ParentsChosen) if p["parents"]]
+    assert chosen, "generation 1 built nothing on the archive"
+    created = {c["cand_id"]: c for c in journal(run, CandidateCreated)}
+    for event in chosen:
+        for k, (archived, base) in event["parents"].items():
+            parent = created[archived]
+            child = next(c for c in created.values() if c["gen"] == 1 and c["k"] == int(k))
+            assert child["parent"] == archived
+            assert not set(child["skills"]) & set(parent["skills"]), "novelty: not the same knob twice"
+            [v] = [v for v in _verdicts(run, 0) if v["cand_id"] == archived][-1:]
+            assert v["verdict"] == "rejected" and v["stage"] == "gate" and float(str(v["delta"])) >= 0
+            assert repo.is_ancestor(parent["commit"], child["commit"]), "the archived change is in the candidate"
+            assert repo.is_ancestor(base, child["commit"]) and len(repo.commit(base).parents) == 2
+            assert not repo.is_ancestor(parent["commit"], repo.commit("main")), "main got nothing that was not promoted"
+            rl = yaml.safe_load(repo.git.show(f"{child['commit']}:harness.yaml"))["rl"]
+            # both changes: the archived group size and the candidate's own learning rate
+            assert (rl["num_generations"], rl["learning_rate"]) == (8, pytest.approx(2e-4))
+
+
 def _lines(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip())
 
 
 def test_an_unproven_candidate_is_judged_again_on_a_longer_run(run: Path) -> None:
-    for g in (0, 1):
-        verdicts = _first(run, g)
-        short = verdicts[0]
+    for v in journal(run, VerdictRecorded):
+        short = v
         if not (short["verdict"] == "rejected" and short["stage"] == "gate" and (short["delta"] or 0) >= 0):
             continue  # promoted or worse than main on the short rung: nothing to confirm
+        g, k = (int(x) for x in str(short["cand_id"]).rsplit("/", 1)[1].split("-"))
         gen = run / f"gen-{g:03d}"
-        assert len(verdicts) == 2, "the longer rung records a second verdict"
-        confirmed = verdicts[1]
+        again = [x for x in journal(run, VerdictRecorded) if x["cand_id"] == short["cand_id"]]
+        assert len(again) == 2, "the longer rung records a second verdict"
+        confirmed = again[1]
         [stage] = [s for s in journal(run, StageDone) if s["cand_id"] == short["cand_id"] and s["stage"] == "confirm"]
         metrics = stage["metrics"]
-        assert _lines(gen / "cand-0" / "confirm" / "metrics.jsonl") == CONFIRM
+        assert _lines(gen / f"cand-{k}" / "confirm" / "metrics.jsonl") == CONFIRM
         assert _lines(gen / "confirm-control" / "metrics.jsonl") == CONFIRM
         assert metrics["steps"] == STEPS + CONFIRM
         control = json.loads((gen / "confirm-control" / "eval.json").read_text())
         assert metrics["control_score"] == pytest.approx(control["score"]["mean"]), "compared with the longer control"
         assert confirmed["delta"] == pytest.approx(metrics["delta"]) and confirmed["ci"] == metrics["ci"], \
             "the verdict is the gate's decision on the longer run"
-        assert metrics["ci_level"] == pytest.approx(1 - 0.05 / 2), "Bonferroni over K=1 candidate + 1 confirmation"
+        assert metrics["ci_level"] == pytest.approx(1 - 0.05 / 3), "Bonferroni over K=2 candidates + 1 confirmation"
         assert "confirmation rung" in str(confirmed["reason"])
         done = next(d for d in journal(run, GenerationDone) if d["gen"] == g)
         assert "confirm" not in str(done["next_policy"]), "the next generation starts from a run of `steps`"
@@ -108,6 +138,7 @@ def test_an_unproven_candidate_is_judged_again_on_a_longer_run(run: Path) -> Non
     compute = of_evolve(run)
     assert compute.evolved.steps == 2 * STEPS, "the evolved policy trained `steps` per generation, no more"
     confirmations = len(list(run.glob("gen-*/cand-*/confirm/metrics.jsonl")))
+    controls = len(list(run.glob("gen-*/confirm-control/metrics.jsonl")))
     backtests = len(list(run.glob("gen-*/cand-*/train/metrics.jsonl")))
-    assert compute.search.steps == backtests * STEPS + 2 * confirmations * CONFIRM, \
+    assert compute.search.steps == (backtests * STEPS + (confirmations + controls) * CONFIRM), \
         "the longer rung (candidate and control) is counted as search compute"
