@@ -83,6 +83,8 @@ class Generation:
         control = Control(run=control_run, eval=control_eval,
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
         self.noise_floor = self._noise(control_eval)
+        # What the proposer sees of it: 0 means two training seeds left every greedy answer the same.
+        control_run.report.selection_noise = self.noise_floor if ctx.cfg.noise_reruns else None
         main_replay, replay_set = self._main_replay(control_run)
         self.evidence = self._evidence(control_run)
         hypotheses = self._propose(control_run)

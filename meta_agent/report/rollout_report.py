@@ -60,6 +60,10 @@ class RolloutReport(BaseModel):
     learning_gain: float | None = Field(
         None, description="the verified rate (the reward where nothing is verified) over the last half of the "
                           "steps minus over the first half: how much the policy improved while it trained")
+    selection_noise: float | None = Field(
+        None, description="|paired delta| on the selection split between main trained with two seeds (the "
+                          "noise floor); 0: training randomness changed not one greedy answer, the update is "
+                          "too small to change behaviour; None: not measured")
     probes_rewarded: float | None = Field(
         None, description="share of meta-agent's hacking probes (all verifier-rejected) that this harness rewards")
     curves: list[MetricsRecord]

@@ -55,7 +55,19 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     reference = (out / "seed-0" / "reference-harness" / "harness.yaml").read_text()
     assert "learning_rate: 0.0001" in reference and "num_generations: 8" in reference
 
+    assert report["search"] == {"confirm_steps": 0, "archive_parents": 0}, "the report says which search it measured"
+    merged = seed["run"]["merged"]
+    assert isinstance(merged, list)
+
     again = _bench(out, tmp_path / "data")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "meta-agent evolve" not in again.stdout and "meta-agent rollout" not in again.stdout, "finished arms kept"
     assert json.loads((out / "report.json").read_text()) == report
+
+    table = subprocess.run([sys.executable, str(BENCH), "--compare", f"greedy={out}", f"same={out}"],
+                           capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stderr[-2000:]
+    rows = [line for line in table.stdout.splitlines() if line.startswith(("| greedy |", "| same |"))]
+    evolved = f"{seed['accuracy']['evolved']:.3f}"
+    assert len(rows) == 2 and all(f"| 0 | {evolved} |" in row for row in rows), table.stdout
+    assert all(("; ".join(merged) or "nothing") in row for row in rows), "what the search merged, per row"

@@ -49,7 +49,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.setenv("META_AGENT_DATA", str(data))
         only({"learning-rate", "group-size"}, data)
     config = tiny_config(run_dir, generations=2, candidates=2, train_steps=STEPS, confirm_steps=CONFIRM,
-                         archive_parents=1, noise_reruns=0, control="none", skills=[])
+                         archive_parents=1, noise_reruns=1, control="none", skills=[])
     res = meta_agent("evolve", "--config", str(config), data_dir=data)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run_dir
@@ -140,5 +140,6 @@ def test_an_unproven_candidate_is_judged_again_on_a_longer_run(run: Path) -> Non
     confirmations = len(list(run.glob("gen-*/cand-*/confirm/metrics.jsonl")))
     controls = len(list(run.glob("gen-*/confirm-control/metrics.jsonl")))
     backtests = len(list(run.glob("gen-*/cand-*/train/metrics.jsonl")))
-    assert compute.search.steps == (backtests * STEPS + (confirmations + controls) * CONFIRM), \
+    noise = len(list(run.glob("gen-*/noise-*/metrics.jsonl")))
+    assert compute.search.steps == ((backtests + noise) * STEPS + (confirmations + controls) * CONFIRM), \
         "the longer rung (candidate and control) is counted as search compute"
