@@ -9,6 +9,7 @@ result exists (so a killed benchmark picks up where it stopped).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -78,7 +79,10 @@ class SeedArms:
         started = time.monotonic()
         cmd = [sys.executable, "-m", "meta_agent", *args]
         self.log(f"seed {self.seed}: meta-agent {' '.join(args)}")
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        # Each seed has its own user data (skills library and evidence): what one seed's search learned must
+        # not steer another's, nor your own library steer the benchmark.
+        env = {**os.environ, "META_AGENT_DATA": str(self.dir / "data")}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise UserError(f"seed {self.seed}: `meta-agent {' '.join(args)}` failed (exit {done.returncode}):\n"
                             f"{(done.stderr or done.stdout)[-3000:]}")
