@@ -30,7 +30,7 @@ from tests.evolve.conftest import meta_agent, tiny_config
 
 pytestmark = pytest.mark.slow
 
-STEPS, CONFIRM = 2, 3
+STEPS, CONFIRM = 1, 2
 
 
 def only(keep: set[str], data: Path) -> None:
