@@ -100,9 +100,14 @@ def test_a_candidate_builds_on_an_archived_one_of_another_skill(run: Path) -> No
             assert repo.is_ancestor(parent["commit"], child["commit"]), "the archived change is in the candidate"
             assert repo.is_ancestor(base, child["commit"]) and len(repo.commit(base).parents) == 2
             assert not repo.is_ancestor(parent["commit"], repo.commit("main")), "main got nothing that was not promoted"
-            rl = yaml.safe_load(repo.git.show(f"{child['commit']}:harness.yaml"))["rl"]
-            # both changes: the archived group size and the candidate's own learning rate
-            assert (rl["num_generations"], rl["learning_rate"]) == (8, pytest.approx(2e-4))
+            def rl(commit: str) -> dict[str, object]:
+                return dict(yaml.safe_load(repo.git.show(f"{commit}:harness.yaml"))["rl"])
+            main_rl, parent_rl, child_rl = rl(repo.commit(base).parents[0].hexsha), rl(parent["commit"]), \
+                rl(child["commit"])
+            archived_change = {key: v for key, v in parent_rl.items() if main_rl.get(key) != v}
+            assert archived_change and all(child_rl[key] == v for key, v in archived_change.items()), \
+                "the candidate holds the archived change"
+            assert child_rl != parent_rl, "and its own change on top"
 
 
 def _lines(path: Path) -> int:
