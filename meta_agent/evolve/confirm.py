@@ -27,13 +27,18 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.gitops import add_note
-from meta_agent.journal import CandidateCreated, Evaluated, Trained, VerdictRecorded, with_repairs
+from meta_agent.journal import CandidateCreated, Evaluated, StageDone, Trained, VerdictRecorded, with_repairs
 from meta_agent.report.render import write_report
 from meta_agent.training import load_trained
 from meta_agent.verdicts import StageResult, Verdict
 
 CONTINUE_SEED = 20_000
 """Offset of the longer rung's sampling seed: both arms continue with the same one (paired)."""
+
+
+def _last(ctx: RunContext, cand_id: str, stage: str) -> StageDone | None:
+    """The candidate's latest journaled result of `stage` (after a repair turn, the repaired commit's)."""
+    return next((s for s in reversed(stages_of(ctx.log, cand_id)) if s.stage == stage), None)
 
 
 def _promising(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]) -> list[int]:
@@ -43,7 +48,7 @@ def _promising(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]) -
     for k, v in enumerate(verdicts):
         if v.verdict != "rejected" or v.stage != "gate" or v.kind != "performance" or v.delta is None or v.delta < 0:
             continue
-        train = next((s for s in reversed(stages_of(ctx.log, v.cand_id)) if s.stage == "train"), None)
+        train = _last(ctx, v.cand_id, "train")
         if train is None or "checkpoint" not in train.metrics:
             continue
         m = train.metrics
@@ -115,11 +120,11 @@ def _confirm_one(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, s
     commit = with_repairs(ctx.log, created).commit
     assert commit is not None
     run = CandidateRun(ctx, view, k, h)
-    train = next(s for s in reversed(stages_of(ctx.log, short.cand_id)) if s.stage == "train")
+    train, replay = _last(ctx, short.cand_id, "train"), _last(ctx, short.cand_id, "replay")
+    assert train is not None and replay is not None, f"{short.cand_id} reached the gate without train and replay"
     ctx.reporter.phase(f"gen {view.g}: candidate {k}: confirmation rung ({ctx.cfg.confirm_steps} more steps)")
     stage = run._stage("confirm", lambda: _confirm_stage(ctx, view, run, commit, Path(train.metrics["checkpoint"]),
                                                          control))
-    replay = next(s for s in reversed(stages_of(ctx.log, short.cand_id)) if s.stage == "replay")
     judged = stage.model_copy(update={"stage": "train"})  # the gate reads the longest run as the train evidence
     verdict = decide(short.cand_id, h.kind, [replay.result(), judged], view.noise_floor, ctx.cfg.gate)
     if not stage.passed:
