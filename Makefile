@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile coders/package.json
 	$(PYTHON) -m venv $(VENV)
 	# CPU torch first: the pin resolves to the wheel already on this machine.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev,trackers,coders]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,trackers,coders,ray]'
 	# The npm coders (--coder claude-code | codex), pinned in coders/package.json, live inside the venv,
 	# which every sandbox already mounts read-only.
 	mkdir -p $(VENV)/coders && cp coders/package.json $(VENV)/coders/package.json
@@ -40,7 +40,7 @@ lint: setup
 # The whole suite, as CI runs it (the docker tests start a private dockerd of their own). The 15 slowest
 # tests are listed at the end: the suite must stay well under 30 minutes on a 2-core machine.
 test: setup lint
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q -rs --durations=15
 
 # The inner loop: everything but the tests marked slow (training runs, whole evolve loops) and the
 # docker ones (an engine, and an image built once); `make test` runs them all.

@@ -57,6 +57,21 @@ SandboxOpt = Annotated[str | None, typer.Option("--sandbox", help=f"auto | {BACK
 TrackerOpt = Annotated[Tracker | None, typer.Option(
     "--tracker", metavar="<tracker>", help="none (default) | tensorboard | trackio | mlflow: training and "
                                            "per-generation metrics as local files (docs/tracking.md)")]
+ExecutorOpt = Annotated[Literal["local", "ray"] | None, typer.Option(
+    help="where candidate backtests run: local (default) or ray (docs/scale.md)")]
+ParallelOpt = Annotated[int | None, typer.Option(
+    min=1, help="local: backtests side by side in worker processes (default 1); ray: most tasks in flight")]
+RayAddressOpt = Annotated[str | None, typer.Option(
+    help="ray: `auto` (this node's cluster) or ray://HOST:PORT; default: a private local Ray instance")]
+
+
+def executor_values(base: dict[str, object] | None, kind: str | None, parallel: int | None,
+                    address: str | None) -> dict[str, object]:
+    """The `executor:` settings of a --config file (or a run), overlaid by the options given."""
+    given = {"kind": kind, "parallel": parallel, "ray_address": address}
+    return {**(base or {}), **{k: v for k, v in given.items() if v is not None}}
+
+
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
 
 
@@ -183,6 +198,9 @@ def evolve(
     seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-evolve-<domain>)")] = None,
     tracker: TrackerOpt = None,
+    executor: ExecutorOpt = None,
+    parallel: ParallelOpt = None,
+    ray_address: RayAddressOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Evolve a training harness while the policy trains: diagnose, propose, backtest, merge winners.
@@ -206,6 +224,7 @@ def evolve(
     budget: dict[str, float | int | None] = {"wall_minutes": budget_minutes, "llm_tokens": llm_tokens,
                                              "llm_dollars": llm_dollars}
     values.setdefault("budget", {}).update({k: v for k, v in budget.items() if v})
+    values["executor"] = executor_values(values.get("executor"), executor, parallel, ray_address)
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "confirm_steps": confirm_steps,
@@ -221,10 +240,14 @@ def resume(
     llm_tokens: Annotated[int | None, typer.Option(help="a new total LLM token budget (usage so far counts)")] = None,
     llm_dollars: Annotated[float | None, typer.Option(help="a new total LLM dollar budget")] = None,
     tracker: TrackerOpt = None,
+    executor: ExecutorOpt = None,
+    parallel: ParallelOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Continue an interrupted evolve run (killed, crashed or out of budget) where it stopped.
 
     The budgets of the original command do not carry over (they may be what stopped it); give new ones here.
+    --executor/--parallel/--ray-address move the rest of the run elsewhere (e.g. onto a cluster).
     """
     from meta_agent.commands.evolve import run_evolve
     from meta_agent.evolve import load_for_resume
@@ -234,6 +257,8 @@ def resume(
     overrides: dict[str, object] = {"budget": budget}
     if tracker:
         overrides["tracker"] = tracker
+    if executor or parallel or ray_address:
+        overrides["executor"] = executor_values(None, executor, parallel, ray_address)
     run_evolve(load_for_resume(run_dir.resolve(), overrides), console, resume=True)
 
 

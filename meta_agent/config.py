@@ -16,9 +16,11 @@ from meta_agent.backtest.gate import GateSettings
 from meta_agent.coders import CoderName
 from meta_agent.domains import BUILTIN, DOMAINS, domain_entry
 from meta_agent.errors import UserError
+from meta_agent.execution.settings import ExecutorSettings
 from meta_agent.proposers import PROPOSERS
 from meta_agent.tracking import Tracker
 from sandboxes import BACKENDS, Limits
+from sandboxes.gpu import has_gpu
 
 
 class ConfigFileError(UserError, ValueError):
@@ -35,6 +37,9 @@ class SandboxSettings(BaseModel):
     pids: int = Field(1024, ge=16, description="process/thread cap (stops fork bombs)")
     train_timeout_s: float = Field(4 * 3600, gt=0, description="wall-time limit of one `harness train`")
     step_timeout_s: float = Field(900, gt=0, description="wall-time limit of replay/diagnose/selftest")
+    gpus: Literal["auto", "off"] = Field(
+        "auto", description="auto: harness commands see the host's NVIDIA GPUs when it has them (training then "
+                            "runs on them, in the precision harness.yaml sets); off: CPU only")
 
     @field_validator("backend")
     @classmethod
@@ -44,7 +49,8 @@ class SandboxSettings(BaseModel):
         return name
 
     def limits(self) -> Limits:
-        return Limits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, timeout_s=self.step_timeout_s)
+        return Limits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, timeout_s=self.step_timeout_s,
+                      gpus=self.gpus == "auto" and has_gpu())
 
 
 # One settings section per registered domain (`math:`, `code:`, `swe:` in a --config file), made from
@@ -162,6 +168,8 @@ class EvolveConfig(RunConfig):
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings,
+                                       description="where candidate backtests run (docs/scale.md)")
 
     @field_validator("proposer")
     @classmethod

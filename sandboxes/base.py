@@ -48,6 +48,8 @@ class Limits:
     """Default wall-time limit of one `run` call; `run(timeout=...)` overrides it."""
     output_bytes: int = 1_000_000
     """Cap on captured stdout and on stderr (each); the rest is dropped with a marker."""
+    gpus: bool = False
+    """Pass the host's NVIDIA GPUs in (`sandboxes/gpu.py`); no effect on a host without them."""
 
 
 @dataclass(frozen=True)

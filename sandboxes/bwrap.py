@@ -126,7 +126,7 @@ class BwrapSession(ClosingSession):
         try:
             self.scratch.mkdir()
             binds = [*session_mounts(self.workdir, self.scratch, mounts, self.identity), Mount(INIT_SCRIPT)]
-            self._argv = [bwrap, *sandbox_args(binds, network, self.identity)]
+            self._argv = [bwrap, *sandbox_args(binds, network, self.identity, limits.gpus)]
             if use_cgroups:
                 self._use_cgroup(limits)
             self._sandbox = self._start()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sandboxes.base import Mount
 from sandboxes.cgroups import SessionCgroup
+from sandboxes.gpu import bwrap_gpu_args, nvidia_devices
 from sandboxes.identity import SandboxIdentity
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -79,7 +80,8 @@ def etc_args(parents: _Parents) -> list[str]:
     return [*args, "--remount-ro", "/etc"]
 
 
-def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentity) -> list[str]:
+def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentity, gpus: bool = False
+                 ) -> list[str]:
     """bwrap options for a session: namespaces, a read-only system, the session's binds.
 
     As root no user namespace is made (bwrap needs none), so PID 1 keeps only CAP_SETUID and
@@ -106,6 +108,8 @@ def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentit
     # /proc/sys is bound read-only over the new /proc: kernel settings are never the sandbox's to change.
     args += [*etc_args(parents), "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
              "--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "1777", "--tmpfs", "/tmp"]
+    if gpus:
+        args += bwrap_gpu_args(nvidia_devices())
     parents.made |= {Path("/proc"), Path("/dev"), Path("/tmp")}
     read_only_last: list[str] = []
     for bind in binds:

@@ -27,6 +27,7 @@ from typing import Any
 
 import docker
 from docker.errors import DockerException
+from docker.types import DeviceRequest
 
 from sandboxes.base import (
     ClosingSession,
@@ -201,6 +202,8 @@ class DockerSession(ClosingSession):
             cap_drop=["ALL"],
             security_opt=["no-new-privileges:true"],
             auto_remove=True,
+            # every GPU, as `docker run --gpus all` (the NVIDIA container toolkit on the engine's host)
+            device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])] if limits.gpus else None,
         )
         name = f"meta-agent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         failure = f"cannot start a sandbox container from {self.image}"

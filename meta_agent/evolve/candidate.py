@@ -18,17 +18,16 @@ from meta_agent.backtest.gate import ci_level, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.replay_set import ReplaySet
 from meta_agent.backtest.static import run_static
-from meta_agent.backtest.train_stage import Control, run_train_stage
+from meta_agent.backtest.train_stage import Control
 from meta_agent.contract import ReplayRecord
 from meta_agent.crashpoints import crashpoint
 from meta_agent.errors import BudgetExhausted
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import RunContext
-from meta_agent.fsutil import atomic_write_text, fresh_dir
+from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.gitops import add_note, export_tree
 from meta_agent.journal import CandidateCreated, Repaired, StageDone, VerdictRecorded
 from meta_agent.llm.text import bound
-from meta_agent.report.render import write_report
 from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
 
@@ -68,6 +67,7 @@ class CandidateRun:
         """`parent`: (archived cand_id, the commit that merged it onto main) to build on instead of main."""
         self.ctx, self.gen, self.k, self.hypothesis, self.tag = ctx, gen, k, hypothesis, tag
         self.parent = parent
+        self.defer_train = False
 
     @property
     def cand_id(self) -> str:
@@ -88,6 +88,18 @@ class CandidateRun:
 
     def key(self, part: str) -> str:
         return self.gen.key(f"c{self.k}{self.tag}", part)
+
+    def pending_train(self) -> TrainJob | None:
+        """Everything of this candidate up to its training backtest (implement, static, replay, repairs);
+        the train stage's job if it still has to run, else None (and the verdict is then recorded)."""
+        self.defer_train = True
+        try:
+            self.run()
+        except TrainPending as pending:
+            return pending.job
+        finally:
+            self.defer_train = False
+        return None
 
     def run(self) -> Verdict:
         ctx, h = self.ctx, self.hypothesis
@@ -136,7 +148,7 @@ class CandidateRun:
             stages.append(self._stage("replay", lambda: self._replay(commit), at))
         if stages[-1].passed and stages[-1].metrics.get("measured_kind") == "performance":
             ctx.reporter.phase(f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
-            stages.append(self._stage("train", lambda: self._train(commit), at))
+            stages.append(self._stage("train", lambda: self._train(commit, self.key("train" + at)), at))
         return stages
 
     def _repair(self, commit: str, failed: StageResult, attempt: int) -> Repaired:
@@ -169,7 +181,7 @@ class CandidateRun:
             started = time.monotonic()
             try:
                 result = fn()
-            except (BudgetExhausted, KeyboardInterrupt):
+            except (BudgetExhausted, KeyboardInterrupt, TrainPending):
                 raise
             except Exception as e:  # one candidate's failure, whatever raised it, is that candidate's
                 result = StageResult(stage=name, passed=False, seconds=time.monotonic() - started,
@@ -216,23 +228,33 @@ class CandidateRun:
                           replay_set=self.gen.replay_set, tasks_file=ctx.tasks_file, main_replay=self.gen.main_replay,
                           out=self.dir / "replay" / "replay.jsonl")
 
-    def _train(self, commit: str) -> StageResult:
+    def train_job(self, commit: str, key: str) -> TrainJob:
+        """This candidate's train stage as data, for whichever executor runs it (execution/jobs.py)."""
+        ctx, gen = self.ctx, self.gen
+        return TrainJob(
+            key=key, stage_id=self.stage_id, config=ctx.cfg.model_dump(mode="json"), harness=str(ctx.repo.working_dir),
+            commit=commit, main_commit=gen.main_before, policy=str(gen.policy), root_policy=str(ctx.root_policy),
+            history=str(gen.history) if gen.history else None, tasks_file=str(ctx.tasks_file), seed=gen.seed,
+            steps=ctx.cfg.steps, control_dir=str(gen.dir / "main"), control_eval=str(gen.dir / "control-eval.json"),
+            guard_labels=gen.guard_labels, level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests), cand_dir=str(self.dir),
+            eval_limit=ctx.cfg.selection_limit)
+
+    def _train(self, commit: str, key: str) -> StageResult:
         ctx = self.ctx
-        out = fresh_dir(self.dir / "train")
-        stage, trained, result = run_train_stage(
-            repo=ctx.repo, commit=commit, main_commit=self.gen.main_before, domain=ctx.domain,
-            control=self.gen.control, guard_labels=self.gen.guard_labels,
-            level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests),
-            train_kwargs={k: v for k, v in ctx.train_kwargs(self.gen.policy, self.gen.seed, self.gen.history).items()
-                          if k != "domain"},
-            out_dir=out, work_dir=self.dir / "work-train", eval_limit=ctx.cfg.selection_limit,
-            root_policy=ctx.root_policy, seed=self.gen.seed,
-        )
-        if trained is not None:  # the lineage page links each backtest's report beside main's
-            write_report(trained.report, out)
-        if result is not None:
-            atomic_write_text(self.dir / "eval.json", result.model_dump_json(indent=2))
-        return stage
+        job = self.train_job(commit, key)
+        if self.defer_train:
+            raise TrainPending(job)
+        env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo,
+                     on_step=lambda _n: ctx.reporter.training_step())
+        return run_train_job(job, env)
+
+
+class TrainPending(Exception):
+    """Raised out of `CandidateRun.run(defer_train=True)` at a train stage not yet journaled."""
+
+    def __init__(self, job: TrainJob) -> None:
+        super().__init__(job.stage_id)
+        self.job = job
 
 
 def stages_of(log: EventLog, cand_id: str) -> list[StageDone]:

@@ -19,6 +19,9 @@ from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import Domain
 from meta_agent.errors import BudgetExhausted
 from meta_agent.eventlog import EventLog
+from meta_agent.execution.base import Executor
+from meta_agent.execution.local import LocalExecutor
+from meta_agent.execution.settings import ExecutorSettings
 from meta_agent.journal import CommitTime, Event
 from meta_agent.skills.store import SkillSet
 from sandboxes import Sandbox
@@ -71,6 +74,8 @@ class RunContext:
     kit_dir: Path
     repairs: list[str] = field(default_factory=list)
     """What picking the run up again had to fix (a torn journal line, a checkout behind main)."""
+    executor: Executor = field(default_factory=lambda: LocalExecutor(ExecutorSettings()))
+    """Where the generation's candidate backtests run (`execution/`); the driver journals their results."""
 
     def step(self, key: str, model: type[E], fn: Callable[[], E]) -> E:
         """Run `fn` unless step `key` finished earlier; journal the event it returns."""

@@ -23,6 +23,7 @@ from meta_agent.evolve.candidate import CandidateRun, GenerationView, failure_te
 from meta_agent.evolve.confirm import confirm
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
+from meta_agent.evolve.fanout import run_backtests
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
 from meta_agent.evolve.winners import learn_from, merge_winners
 from meta_agent.gitops import export_tree
@@ -93,7 +94,11 @@ class Generation:
                               main_replay=main_replay, replay_set=replay_set, guard_labels=guard_labels(ctx, g),
                               evidence=self.evidence)
         parents = self._parents(hypotheses)
-        verdicts = [CandidateRun(ctx, view, k, h, parent=parents.get(k)).run() for k, h in enumerate(hypotheses)]
+        cands = [CandidateRun(ctx, view, k, h, parent=parents.get(k)) for k, h in enumerate(hypotheses)]
+        # Implement, static and replay in the driver, one candidate after another (cheap, and they commit to
+        # the repo); the training backtests, the costly part, go to the executor together.
+        run_backtests(ctx, g, [job for c in cands if (job := c.pending_train()) is not None])
+        verdicts = [c.run() for c in cands]
         verdicts = confirm(ctx, view, verdicts, hypotheses)
         verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
         learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)

@@ -26,6 +26,7 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import Budget, Reporter, RunContext
 from meta_agent.evolve.generation import Generation
 from meta_agent.evolve.steps import evaluate, train_and_report
+from meta_agent.execution.base import make_executor
 from meta_agent.gitops import GitOpsError, clear_stale_locks, run_harness, sync_checkout
 from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted, Trained
 from meta_agent.lineage import rebuild_index
@@ -98,6 +99,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     check_available(cfg.tracker)
     if not resume and (run_dir / "events.jsonl").exists():
         raise RunDirError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
+    executor = make_executor(cfg.executor)  # Ray missing or unreachable: said here, before anything runs
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = cfg.model_copy(update={"run_dir": run_dir})
     log = EventLog(run_dir)
@@ -121,7 +123,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
         tasks_file=write_train_tasks(domain, run_dir / "inputs"), skills=skills,
         proposer=make_proposer(cfg, skills, run_dir), log=log, reporter=reporter,
         budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),
-        kit_dir=prepare_kit(run_dir / ".skillkit"), repairs=repairs,
+        kit_dir=prepare_kit(run_dir / ".skillkit"), repairs=repairs, executor=executor,
     )
     if hasattr(ctx.proposer, "budget_reason"):
         ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
@@ -142,20 +144,25 @@ def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> EvolveConfig:
     info = read_run_info(run_dir)
     if info.command != "evolve":
         raise RunDirError(f"{run_dir} holds a `{info.command}` run, which cannot be resumed")
+    if "executor" in overrides:  # e.g. `resume --executor ray`: the rest of the run's executor settings stay
+        overrides = {**overrides, "executor": {**info.settings.get("executor", {}), **overrides["executor"]}}
     return EvolveConfig.model_validate({**info.settings, **overrides, "run_dir": str(run_dir)})
 
 
 def run(ctx: RunContext) -> RunSummary:
     """All generations, then the final comparison. Returns the summary."""
     with repo_lock(ctx.repo, ctx.run_dir):
-        policy, history = ctx.root_policy, None
-        for g in range(ctx.cfg.generations):
-            ran = ctx.log.done(f"g{g}/done", GenerationDone) is None
-            done = Generation(ctx, g, policy, history).run()
-            policy, history = Path(done.next_policy), Path(done.history)
-            if ran:  # a resume passes finished generations; the export after the run covers them
-                _track(ctx)
-        summary = finalize(ctx, policy)
+        try:
+            policy, history = ctx.root_policy, None
+            for g in range(ctx.cfg.generations):
+                ran = ctx.log.done(f"g{g}/done", GenerationDone) is None
+                done = Generation(ctx, g, policy, history).run()
+                policy, history = Path(done.next_policy), Path(done.history)
+                if ran:  # a resume passes finished generations; the export after the run covers them
+                    _track(ctx)
+            summary = finalize(ctx, policy)
+        finally:
+            ctx.executor.close()
     rebuild_index(ctx.run_dir)
     write_run_page(ctx.run_dir, ctx.reporter.phase)
     _track(ctx)

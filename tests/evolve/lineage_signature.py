@@ -30,10 +30,13 @@ def signature(run: Path) -> dict[str, Any]:
         tree = repo.commit(d["commit"]).tree.hexsha if d.get("commit") else None
         candidates.append({"cand": local[d["cand_id"]], "title": d["title"], "kind": d["kind"],
                            "skills": d["skills"], "ok": d["ok"], "tree": tree})
-    stages = [{"cand": local[e["data"]["cand_id"]], "stage": e["data"]["stage"], "passed": e["data"]["passed"]}
-              for e in events if e["type"] == "stage_done"]
-    verdicts = [{"cand": local[e["data"]["cand_id"]], "verdict": e["data"]["verdict"], "stage": e["data"]["stage"]}
-                for e in events if e["type"] == "verdict"]
+    # Grouped by candidate, each candidate's in journal order: how candidates interleave is the executor's
+    # business (parallel backtests finish in any order), what each one went through is the run's decision.
+    stages = sorted(({"cand": local[e["data"]["cand_id"]], "stage": e["data"]["stage"], "passed": e["data"]["passed"]}
+                     for e in events if e["type"] == "stage_done"), key=lambda s: s["cand"])
+    verdicts = sorted(({"cand": local[e["data"]["cand_id"]], "verdict": e["data"]["verdict"],
+                        "stage": e["data"]["stage"]} for e in events if e["type"] == "verdict"),
+                      key=lambda v: v["cand"])
     merges = [local[e["data"]["cand_id"]] for e in events if e["type"] == "merged"]
     return {"candidates": candidates, "stages": stages, "verdicts": verdicts, "merges": merges,
             "final_main_tree": repo.commit("main").tree.hexsha,

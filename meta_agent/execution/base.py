@@ -1,0 +1,48 @@
+"""The executor seam: the loop hands a generation's independent training backtests to an `Executor`
+and journals each result as it comes back; only the executor differs between a laptop and a cluster.
+
+- `local` (default): `--parallel 1` runs them one after another in the driver (the behaviour before
+  the seam); `--parallel N` in N worker processes of this machine.
+- `ray`: Ray tasks with resource requests, on a private local Ray instance or a cluster.
+
+A job whose worker (process, node) dies is run again up to `retries` times, then comes back as that
+candidate's failure with the reason: never lost, never journaled twice (the driver journals it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+from meta_agent.execution.jobs import JobEnv, TrainJob
+from meta_agent.execution.settings import ExecutorSettings
+from meta_agent.verdicts import StageResult
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, jobs: list[TrainJob], env: JobEnv) -> Iterator[tuple[TrainJob, StageResult]]:
+        """Each job's result, in the order they finish. `env` is the driver's (used by in-driver runs)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def lost(job: TrainJob, attempts: int, why: str) -> StageResult:
+    """The result of a job whose worker died on every attempt."""
+    return StageResult(stage="train", passed=False, reason=(
+        f"train: the worker running this backtest was lost {attempts} time(s) ({why}); it counts as this "
+        f"candidate's failure"))
+
+
+def make_executor(settings: ExecutorSettings) -> Executor:
+    """The executor the settings name, ready to run: Ray missing or a cluster that does not answer is
+    a `UserError` here, before anything of the run starts."""
+    if settings.kind == "ray":
+        from meta_agent.execution.ray_executor import RayExecutor
+
+        return RayExecutor(settings)
+    from meta_agent.execution.local import LocalExecutor
+
+    return LocalExecutor(settings)
