@@ -8,7 +8,8 @@ with. Then the same K backtests (main's commit, each in its own candidate dir: a
 commit costs the same) run under three executors, side by side in this one process:
 
 - local, --parallel 1: in the driver, one after another (the baseline, the behaviour before the seam);
-- local, --parallel K: K worker processes, each with its share of the cores for torch;
+- local, --parallel K: K worker processes, each with its share of the cores for torch (their
+  start-up, timed apart, overlaps main's training in a run);
 - ray: K Ray tasks on a private local Ray instance (its start-up is timed separately).
 
 Prints each wall time and RATIO = fanned-out / sequential (target <= 0.65 for K = 2).
@@ -56,10 +57,13 @@ def jobs_for(run: Path, k: int, out: Path) -> list[TrainJob]:
             for i in range(k)]
 
 
-def timed(settings: ExecutorSettings, jobs: list[TrainJob], env: JobEnv) -> tuple[float, float]:
-    """(start-up seconds, seconds for all jobs)."""
+def timed(settings: ExecutorSettings, jobs: list[TrainJob], env: JobEnv) -> tuple[float, float, str]:
+    """(start-up seconds, seconds for all jobs, where one backtest's time went)."""
     t0 = time.monotonic()
     executor = make_executor(settings)
+    warm = getattr(executor, "warm", None)
+    if warm is not None:  # local workers: in a run they start at set-up and warm up while main trains
+        warm()
     t1 = time.monotonic()
     try:
         results = list(executor.run(jobs, env))
@@ -68,7 +72,10 @@ def timed(settings: ExecutorSettings, jobs: list[TrainJob], env: JobEnv) -> tupl
     t2 = time.monotonic()
     failed = [r.reason for _, r in results if not r.passed]
     assert len(results) == len(jobs) and not failed, f"a backtest failed: {failed}"
-    return t1 - t0, t2 - t1
+    mean = {k: sum(float(r.metrics[k]) for _, r in results) / len(results) for k in ("train_seconds", "eval_seconds")}
+    each = sum(r.seconds for _, r in results) / len(results)
+    return t1 - t0, t2 - t1, (f"one backtest {each:.1f} s: `harness train` {mean['train_seconds']:.1f} s, "
+                              f"sealed eval {mean['eval_seconds']:.1f} s")
 
 
 def main() -> None:
@@ -97,9 +104,10 @@ def main() -> None:
                 ("ray", ExecutorSettings(kind="ray"))]
         times: dict[str, float] = {}
         for name, settings in arms:
-            startup, wall = timed(settings, jobs_for(run, args.k, Path(tmp) / name.replace(" ", "_")), env)
+            startup, wall, parts = timed(settings, jobs_for(run, args.k, Path(tmp) / name.replace(" ", "_")), env)
             times[name] = wall
-            print(f"{name:>22}: {args.k} backtests in {wall:6.1f} s (executor start-up {startup:.1f} s)", flush=True)
+            print(f"{name:>22}: {args.k} backtests in {wall:6.1f} s (executor start-up {startup:.1f} s; {parts})",
+                  flush=True)
     base = times["local sequential"]
     print(f"cores: {os.cpu_count()}, policy {args.policy}, {args.train_steps} GRPO steps + "
           f"{args.selection_limit} selection tasks per backtest")

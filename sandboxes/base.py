@@ -170,7 +170,9 @@ def clean_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str
         "MPLCONFIGDIR": str(scratch / "mpl"),
         "TRL_EXPERIMENTAL_SILENCE": "1",
     }
-    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    # The caller's share of the machine: its torch threads, and which GPUs are its (Ray and the local
+    # executor's workers set CUDA_VISIBLE_DEVICES; without it every sandbox would train on GPU 0).
+    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES"):
         if key in os.environ:
             env[key] = os.environ[key]
     if extra:

@@ -106,7 +106,7 @@ class CandidateRun:
         done = ctx.log.done(self.key("verdict"), VerdictRecorded)
         if done is not None:
             return done.verdict_only()
-        ctx.reporter.phase(f"gen {self.gen.g}: candidate {self.k} ({h.title}): implementing")
+        self._say("created", f"gen {self.gen.g}: candidate {self.k} ({h.title}): implementing")
         created = ctx.step(self.key("created"), CandidateCreated, self._implement_or_fail)
         stages = [self._stage("implement", lambda: StageResult(
             stage="implement", passed=created.ok, reason=created.reason or "implemented"))]
@@ -140,16 +140,22 @@ class CandidateRun:
         if attempt:
             what += f" (repair {attempt})"
         at = f"@{attempt}" if attempt else ""
-        ctx.reporter.phase(f"{what}: static checks")
+        self._say("static" + at, f"{what}: static checks")
         stages = [self._stage("static", lambda: run_static(
             ctx.repo, base, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work"), at)]
         if stages[-1].passed:
-            ctx.reporter.phase(f"{what}: replaying rollouts and probes")
+            self._say("replay" + at, f"{what}: replaying rollouts and probes")
             stages.append(self._stage("replay", lambda: self._replay(commit), at))
         if stages[-1].passed and stages[-1].metrics.get("measured_kind") == "performance":
-            ctx.reporter.phase(f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
+            if not self.defer_train:  # deferred: the fan-out says it, for all candidates at once
+                self._say("train" + at, f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
             stages.append(self._stage("train", lambda: self._train(commit, self.key("train" + at)), at))
         return stages
+
+    def _say(self, part: str, text: str) -> None:
+        """Progress for a step about to run (not for one a first pass or an earlier process finished)."""
+        if not self.ctx.log.finished(self.key(part)):
+            self.ctx.reporter.phase(text)
 
     def _repair(self, commit: str, failed: StageResult, attempt: int) -> Repaired:
         """One repair turn: the proposer revises `commit` (the failed attempt), shown why it failed."""

@@ -10,6 +10,7 @@ the journal never leave the trusted driver).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -69,11 +70,17 @@ class JobEnv:
 
 
 def build_env(job: TrainJob) -> JobEnv:
+    """The domain, sandbox backend and repo of the job's run; a worker keeps them for its next jobs."""
+    return _env_for(json.dumps(job.config, sort_keys=True), job.harness)
+
+
+@functools.lru_cache(maxsize=4)
+def _env_for(config_json: str, harness: str) -> JobEnv:
     from meta_agent.config import EvolveConfig
     from meta_agent.sealed import sealed_backend
 
-    cfg = EvolveConfig.model_validate(job.config)
-    return JobEnv(domain=domain_for(cfg), sandbox=sealed_backend(cfg.sandbox.backend), repo=git.Repo(job.harness))
+    cfg = EvolveConfig.model_validate_json(config_json)
+    return JobEnv(domain=domain_for(cfg), sandbox=sealed_backend(cfg.sandbox.backend), repo=git.Repo(harness))
 
 
 def run_train_job(job: TrainJob, env: JobEnv | None = None, attempt: int | None = 1) -> StageResult:

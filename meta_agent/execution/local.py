@@ -1,18 +1,26 @@
-"""The local executor: in the driver (`--parallel 1`) or in N spawned worker processes.
+"""The local executor: in the driver (`--parallel 1`) or in N worker processes of this machine.
 
-One process per job rather than a pool: a worker killed mid-backtest (OOM killer, a user's `kill`)
-loses only its own job, which is run again; a pool would break and take its siblings with it.
-Each worker gets an equal share of the machine's cores for torch (OMP/MKL threads, which the
-sandbox passes on to `harness train`), so that N trainings do not fight over every core.
+N slots, each one long-lived worker process that runs one job at a time: started with the executor
+(at run set-up, so their imports overlap main's training), reused across generations, so a backtest
+pays no interpreter start, import or domain load. A worker killed mid-backtest (OOM killer, a
+user's `kill`) loses only its own job: the slot starts a new worker and the job runs again, up to
+`retries` times; a process pool would break and take its siblings with it.
+
+Each job gets an equal share of the machine's cores for torch (OMP/MKL threads, which the sandbox
+passes on to `harness train`), so that side-by-side trainings do not fight over every core, and on
+a GPU host slot i trains on GPU i mod n.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import multiprocessing as mp
 import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
@@ -20,6 +28,55 @@ from meta_agent.execution.base import lost
 from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.execution.settings import ExecutorSettings
 from meta_agent.verdicts import StageResult
+from sandboxes.gpu import nvidia_devices
+
+READY = b"ready"
+
+
+@dataclass
+class _Slot:
+    """One worker process and the job it is running (if any)."""
+
+    index: int
+    device: str | None
+    proc: BaseProcess | None = None
+    conn: Connection | None = None
+    job: TrainJob | None = None
+    attempt: int = 0
+    ready: bool = False
+    """The worker has imported what a backtest needs (it says so once, before its first job)."""
+
+    def start(self) -> None:
+        ctx = mp.get_context("spawn")
+        mine, theirs = ctx.Pipe(duplex=True)
+        # daemon: a driver that stops on an error (before `close`) does not wait for its workers at exit
+        self.proc = ctx.Process(target=_serve, args=(theirs, self.device, os.getpid()),
+                                name=f"meta-agent-worker-{self.index}", daemon=True)
+        self.proc.start()
+        theirs.close()
+        self.conn, self.ready = mine, False
+
+    def message(self) -> bytes | None:
+        """The worker's next message other than its `ready` (None: none waiting). Raises EOFError/OSError
+        when the worker is gone."""
+        assert self.conn is not None
+        while self.conn.poll():
+            data = self.conn.recv_bytes()
+            if data != READY:
+                return data
+            self.ready = True
+        return None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.join()
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = self.conn = None
 
 
 class LocalExecutor:
@@ -27,76 +84,129 @@ class LocalExecutor:
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
+        width = settings.parallel or 1
+        gpus = gpu_count()
+        self.slots = [_Slot(i, str(i % gpus) if gpus else None) for i in range(width)] if width > 1 else []
+        for slot in self.slots:
+            slot.start()
+
+    def warm(self, timeout: float = 300.0) -> None:
+        """Wait until every worker has imported what a backtest needs (a run does not: its workers warm
+        up while main trains; a benchmark does, to time backtests and not interpreter start-up)."""
+        deadline = time.monotonic() + timeout
+        for slot in self.slots:
+            while not slot.ready and slot.alive() and time.monotonic() < deadline:
+                with contextlib.suppress(EOFError, OSError):
+                    if slot.message() is None:
+                        time.sleep(0.05)
 
     def run(self, jobs: list[TrainJob], env: JobEnv) -> Iterator[tuple[TrainJob, StageResult]]:
-        if (self.settings.parallel or 1) == 1:
+        if not self.slots:
             for job in jobs:
                 yield job, run_train_job(job, env)
             return
-        yield from self._processes(jobs)
+        yield from self._in_workers(jobs)
 
-    def _processes(self, jobs: list[TrainJob]) -> Iterator[tuple[TrainJob, StageResult]]:
-        width = self.settings.parallel or 1
-        threads = max(1, (os.cpu_count() or 1) // min(width, len(jobs)))
+    def _in_workers(self, jobs: list[TrainJob]) -> Iterator[tuple[TrainJob, StageResult]]:
+        threads = max(1, (os.cpu_count() or 1) // min(len(self.slots), len(jobs)))
         queue = [(job, 1) for job in jobs]
-        running: dict[BaseProcess, tuple[TrainJob, int, Connection]] = {}
-        results: dict[str, StageResult | None] = {}
-        ctx = mp.get_context("spawn")
         try:
-            while queue or running:
-                while queue and len(running) < width:
-                    job, attempt = queue.pop(0)
-                    receive, send = ctx.Pipe(duplex=False)
-                    proc: BaseProcess = ctx.Process(target=_worker, args=(job, attempt, send, threads, os.getpid()),
-                                                    name=f"meta-agent-train-{job.stage_id}")
-                    proc.start()
-                    send.close()
-                    running[proc] = (job, attempt, receive)
-                ready = wait([p.sentinel for p in running] + [conn for _, _, conn in running.values()])
-                for proc, (job, attempt, receive) in list(running.items()):
-                    if receive in ready and job.key not in results:  # read before exit: a full pipe blocks it
-                        results[job.key] = _received(receive)
-                    if proc.is_alive():
+            while queue or any(s.job for s in self.slots):
+                for slot in self.slots:
+                    if queue and slot.job is None:
+                        if not slot.alive():
+                            slot.stop()
+                            slot.start()
+                        job, attempt = queue.pop(0)
+                        try:
+                            assert slot.conn is not None
+                            slot.conn.send_bytes(f"{attempt} {threads} {job.model_dump_json()}".encode())
+                        except OSError:  # the idle worker died just now: a new one takes the job next round
+                            slot.stop()
+                            queue.insert(0, (job, attempt))
+                            continue
+                        slot.job, slot.attempt = job, attempt
+                busy = [s for s in self.slots if s.job]
+                wait([s.conn for s in busy if s.conn] + [s.proc.sentinel for s in busy if s.proc])
+                for slot in busy:
+                    done = _collect(slot)
+                    if done is None:
                         continue
-                    del running[proc]
-                    receive.close()
-                    proc.join()
-                    result = results.pop(job.key, None)
+                    job, result = done
                     if result is not None:
                         yield job, result
-                    elif attempt <= self.settings.retries:
-                        queue.insert(0, (job, attempt + 1))
+                    elif slot.attempt <= self.settings.retries:
+                        queue.insert(0, (job, slot.attempt + 1))
                     else:
-                        yield job, lost(job, attempt, f"worker process exited with code {proc.exitcode}")
+                        code = slot.proc.exitcode if slot.proc else None
+                        yield job, lost(job, slot.attempt, f"worker process exited with code {code}")
         finally:
-            for proc in running:
-                proc.kill()
-                proc.join()
+            for slot in self.slots:
+                if slot.job is not None:  # abandoned mid-job (the driver stops): that worker goes too
+                    slot.stop()
+                    slot.job = None
 
     def close(self) -> None:
-        return None
+        for slot in self.slots:
+            if slot.alive() and slot.conn is not None and slot.proc is not None:
+                with contextlib.suppress(OSError):
+                    slot.conn.send_bytes(b"")  # the worker's signal to exit
+                slot.proc.join(timeout=10)
+            slot.stop()
 
 
-def _received(conn: Connection) -> StageResult | None:
-    """The worker's result, or None when it died before sending one (the pipe is then closed: EOF)."""
+def _collect(slot: _Slot) -> tuple[TrainJob, StageResult | None] | None:
+    """The slot's finished job and its result (None: the worker died with it), or None while it runs."""
+    job = slot.job
+    assert job is not None and slot.conn is not None
     try:
-        return StageResult.model_validate_json(conn.recv_bytes())
+        data = slot.message()
+        if data is not None:
+            slot.job = None
+            return job, StageResult.model_validate_json(data)
     except (EOFError, OSError, ValueError):
+        pass  # the worker died: its end of the pipe closed with nothing (or half a message) in it
+    if slot.alive():
         return None
+    slot.job = None
+    slot.stop()
+    return job, None
 
 
-def _worker(job: TrainJob, attempt: int, send: Connection, threads: int, parent: int) -> None:
-    """A worker process: its share of the cores, gone when the driver is (a killed driver's resume
-    reruns the job; an orphan must not keep writing into its directory meanwhile)."""
-    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[key] = str(threads)
+def gpu_count() -> int:
+    """GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else the host's device nodes."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    return sum(1 for d in nvidia_devices() if d.name[6:].isdigit())
+
+
+def _serve(conn: Connection, device: str | None, parent: int) -> None:
+    """A worker process: runs the jobs it is sent, one at a time, until told to stop; gone when the
+    driver is (a killed driver's resume reruns the job; an orphan must not keep writing into its
+    directory meanwhile)."""
+    if device is not None:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible.split(",")[int(device)].strip() if visible else device
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     import torch
 
-    torch.set_num_threads(threads)
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-    result = run_train_job(job, attempt=attempt)
-    send.send_bytes(result.model_dump_json().encode())
-    send.close()
+    for module in ("meta_agent.config", "meta_agent.sealed", "meta_agent.evolve.candidate"):
+        importlib.import_module(module)  # what run_train_job imports on first use: loaded before any job
+    conn.send_bytes(READY)
+    while True:
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        if not message:
+            return
+        attempt, threads, job_json = message.decode().split(" ", 2)
+        for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[key] = threads
+        torch.set_num_threads(int(threads))
+        result = run_train_job(TrainJob.model_validate_json(job_json), attempt=int(attempt))
+        conn.send_bytes(result.model_dump_json().encode())
 
 
 def _exit_with_parent(parent: int) -> None:

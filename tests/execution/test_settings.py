@@ -1,0 +1,46 @@
+"""Executor settings as a user gives them: options over a --config file, a resume that moves the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from meta_agent.cli import executor_values
+from meta_agent.config import EvolveConfig
+from meta_agent.execution.local import gpu_count
+from meta_agent.execution.settings import ExecutorSettings
+from meta_agent.runinfo import RunInfo, write_run_info
+
+
+def test_options_overlay_the_config_files_executor_section() -> None:
+    from_file = {"kind": "ray", "retries": 4, "gpus_per_task": 1}
+    assert executor_values(from_file, None, 3, None) == {"kind": "ray", "retries": 4, "gpus_per_task": 1,
+                                                         "parallel": 3}
+    assert executor_values(None, "local", None, None) == {"kind": "local"}
+
+
+@pytest.mark.parametrize("bad", [{"kind": "slurm"}, {"parallel": 0}, {"retries": -1}, {"cpus_per_task": 0},
+                                 {"unknown": 1}])
+def test_bad_executor_settings_are_refused_with_the_field(bad: dict[str, object]) -> None:
+    with pytest.raises(ValidationError) as e:
+        ExecutorSettings.model_validate(bad)
+    assert next(iter(bad)) in str(e.value)
+
+
+def test_resume_can_move_a_run_to_ray_keeping_its_other_executor_settings(tmp_path: Path) -> None:
+    from meta_agent.evolve import load_for_resume
+
+    cfg = EvolveConfig(executor=ExecutorSettings(retries=5, cpus_per_task=2))
+    write_run_info(tmp_path, RunInfo(command="evolve", domain="math", harness=str(tmp_path / "h"), policy="tiny",
+                                     created="now", settings=cfg.model_dump(mode="json")))
+    resumed = load_for_resume(tmp_path, {"budget": {}, "executor": {"kind": "ray", "ray_address": "auto"}})
+    assert resumed.executor == ExecutorSettings(kind="ray", ray_address="auto", retries=5, cpus_per_task=2)
+
+
+def test_visible_devices_decide_how_many_gpus_the_workers_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    assert gpu_count() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert gpu_count() == 0
