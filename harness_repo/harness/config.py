@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class PolicySettings(BaseModel):
@@ -34,6 +34,9 @@ class RLSettings(BaseModel):
     mask_truncated_completions: bool = False
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     gradient_checkpointing: bool = False
+    generation: Literal["transformers", "vllm"] = Field(
+        "transformers", description="vllm: TRL's use_vllm, colocate mode (a CUDA GPU and vLLM installed)")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=0.95, description="GPU memory vLLM may take")
 
 
 class CurriculumSettings(BaseModel):
@@ -51,6 +54,25 @@ class HarnessConfig(BaseModel):
     filters: list[str] = Field(default_factory=list)
     curriculum: CurriculumSettings = CurriculumSettings()
     domain_settings: dict[str, object] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _generation_fits_domain(self) -> HarnessConfig:
+        if self.rl.generation == "vllm" and self.domain == "swe":
+            raise ValueError("rl.generation vllm: the swe harness generates in its own multi-turn rollout loop "
+                             "(harness/swe/rollout_func.py), so vLLM generation applies to math and code only")
+        return self
+
+
+def generation_problem(cfg: HarnessConfig, cuda: bool, vllm_installed: bool) -> str | None:
+    """Why this machine cannot train with `rl.generation` (None: it can)."""
+    if cfg.rl.generation != "vllm":
+        return None
+    missing = [what for what, ok in (("a CUDA GPU", cuda), ("vLLM (pip install 'meta-agent[gpu]' with "
+                                                             "constraints-gpu.txt)", vllm_installed)) if not ok]
+    if not missing:
+        return None
+    return (f"harness.yaml rl.generation is vllm, which needs {' and '.join(missing)}; set rl.generation: "
+            f"transformers on this machine")
 
 
 class ConfigError(ValueError):

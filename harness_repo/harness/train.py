@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import tempfile
@@ -14,7 +15,7 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig
 
-from harness.config import HarnessConfig, load_config
+from harness.config import ConfigError, HarnessConfig, generation_problem, load_config
 from harness.curriculum import order_tasks
 from harness.domain import load_domain
 from harness.io import JsonlAppender, harness_commit, read_tasks, write_json
@@ -66,7 +67,16 @@ def grpo_args(cfg: HarnessConfig, steps: int, seed: int, output_dir: str) -> GRP
         seed=seed,
         disable_tqdm=True,
         remove_unused_columns=False,
+        **generation(cfg),
     )
+
+
+def generation(cfg: HarnessConfig) -> dict[str, Any]:
+    """TRL's generation settings: its own `generate` (default), or vLLM colocated on the training GPU."""
+    if cfg.rl.generation != "vllm":
+        return {}
+    return {"use_vllm": True, "vllm_mode": "colocate",
+            "vllm_gpu_memory_utilization": cfg.rl.vllm_gpu_memory_utilization}
 
 
 def seed_everything(seed: int) -> None:
@@ -80,6 +90,9 @@ def train(
 ) -> None:
     started = time.monotonic()
     cfg = load_config()
+    problem = generation_problem(cfg, torch.cuda.is_available(), importlib.util.find_spec("vllm") is not None)
+    if problem:
+        raise ConfigError(problem)
     domain = load_domain(cfg.domain)
     seed_everything(seed)
     out.mkdir(parents=True, exist_ok=True)
