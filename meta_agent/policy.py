@@ -178,4 +178,6 @@ def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     model.eval()
+    if torch.cuda.is_available():  # the sealed evaluator on the driver's (or the backtest worker's) GPU
+        model.cuda()
     return model, tok
