@@ -179,5 +179,5 @@ def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
         tok.pad_token = tok.eos_token
     model.eval()
     if torch.cuda.is_available():  # the sealed evaluator on the driver's (or the backtest worker's) GPU
-        model.cuda()
+        model.to("cuda")  # type: ignore[arg-type]  # transformers types `to` through a wrapper mypy misreads
     return model, tok
