@@ -24,5 +24,8 @@ def run_backtests(ctx: RunContext, g: int, jobs: list[TrainJob]) -> None:
     for job, result in ctx.executor.run(todo, env):
         crashpoint("step/after-work", ctx.run_dir)
         ctx.log.append(StageDone(cand_id=job.stage_id, **result.model_dump()), key=job.key)
+        if not ctx.executor.in_driver:  # a worker's steps are not seen one by one: count them as it ends
+            for _ in range(job.steps):
+                ctx.reporter.training_step()
         ctx.reporter.phase(f"gen {g}: {job.stage_id}: training backtest "
                            f"{'done' if result.passed else 'failed'}: {bound(result.reason, 300)}")

@@ -22,6 +22,11 @@ from meta_agent.verdicts import StageResult
 class Executor(Protocol):
     name: str
 
+    @property
+    def in_driver(self) -> bool:
+        """Jobs run in the driver's process (its progress display sees each training step)."""
+        ...
+
     def run(self, jobs: list[TrainJob], env: JobEnv) -> Iterator[tuple[TrainJob, StageResult]]:
         """Each job's result, in the order they finish. `env` is the driver's (used by in-driver runs)."""
         ...

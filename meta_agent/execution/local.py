@@ -90,6 +90,10 @@ class LocalExecutor:
         for slot in self.slots:
             slot.start()
 
+    @property
+    def in_driver(self) -> bool:
+        return not self.slots
+
     def warm(self, timeout: float = 300.0) -> None:
         """Wait until every worker has imported what a backtest needs (a run does not: its workers warm
         up while main trains; a benchmark does, to time backtests and not interpreter start-up)."""

@@ -53,6 +53,7 @@ def _answers(address: str, timeout: float = 10.0) -> None:
 
 class RayExecutor:
     name = "ray"
+    in_driver = False
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
