@@ -4,8 +4,8 @@ real sandbox, with one deliberately broken candidate among the skills."""
 from __future__ import annotations
 
 import json
-from itertools import groupby
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -38,8 +38,10 @@ def test_candidates_live_on_branches_whose_commits_carry_the_trailers(reference_
 
 def test_the_cascade_runs_in_order_and_stops_at_the_first_failure(reference_run: Path) -> None:
     stages = _data(reference_run, "stage_done")
-    for cand, group in groupby(stages, key=lambda s: s["cand_id"]):
-        seq = list(group)
+    by_cand: dict[str, list[dict[str, Any]]] = {}  # candidates interleave: their backtests run together
+    for s in stages:
+        by_cand.setdefault(s["cand_id"], []).append(s)
+    for cand, seq in by_cand.items():
         assert [s["stage"] for s in seq] == list(STAGE_ORDER[: len(seq)]), cand
         failures = [i for i, s in enumerate(seq) if not s["passed"]]
         assert not failures or failures[0] == len(seq) - 1, f"{cand} ran a stage after a failure"
