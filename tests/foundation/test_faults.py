@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import git
 import pytest
+import torch
 
 from meta_agent.domains.math import MathDomain
 from meta_agent.harness_runner import HarnessError
@@ -67,26 +71,27 @@ def test_a_policy_path_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
         resolve_policy(str(tmp_path))
 
 
-def test_vllm_generation_on_a_machine_without_it_fails_with_what_is_missing(
-    math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
-) -> None:
-    import importlib.util
-    import subprocess
-    import sys
-
-    import torch
-
-    config = Path(math_harness.working_dir) / "harness.yaml"
+def _vllm_harness(repo: git.Repo) -> str:
+    config = Path(repo.working_dir) / "harness.yaml"
     vllm = "rl:\n  generation: vllm\n  vllm_gpu_memory_utilization: 0.4\n"
     config.write_text(config.read_text().replace("rl:\n", vllm, 1))
-    commit = commit_all(math_harness, "generate with vLLM")
-    # The settings reach TRL as its colocated vLLM (checked on CPU: building the config loads nothing).
+    return commit_all(repo, "generate with vLLM")
+
+
+def test_vllm_generation_settings_reach_trl_as_colocated_vllm(math_harness: git.Repo) -> None:
+    _vllm_harness(math_harness)  # checked on CPU: building the config loads nothing
     code = ("from harness.config import load_config; from harness.train import grpo_args; "
             "a = grpo_args(load_config(), 2, 0, 'out'); print(a.use_vllm, a.vllm_mode, a.vllm_gpu_memory_utilization)")
     res = subprocess.run([sys.executable, "-c", code], cwd=math_harness.working_dir, capture_output=True, text=True)
     assert res.stdout.split() == ["True", "colocate", "0.4"], res.stderr[-2000:]
-    if torch.cuda.is_available() and importlib.util.find_spec("vllm"):
-        pytest.skip("this machine has a GPU and vLLM: the refusal is not what happens here")
+
+
+@pytest.mark.skipif(torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None,
+                    reason="this machine has a CUDA GPU and vLLM, so vLLM generation is not refused here")
+def test_vllm_generation_on_a_machine_without_it_fails_with_what_is_missing(
+    math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
+) -> None:
+    commit = _vllm_harness(math_harness)
     with pytest.raises(HarnessError) as err:
         _train(math_harness, commit, tiny_policy, sandbox, small_math, tmp_path)
     assert "rl.generation is vllm, which needs" in err.value.reason
