@@ -40,6 +40,7 @@ from meta_agent.execution.settings import ExecutorSettings  # noqa: E402
 from meta_agent.journal import GenerationDone, RunStarted  # noqa: E402
 from meta_agent.runinfo import read_run_info  # noqa: E402
 from meta_agent.sealed import sealed_backend  # noqa: E402
+from meta_agent.verdicts import StageResult  # noqa: E402
 
 
 def jobs_for(run: Path, k: int, out: Path) -> list[TrainJob]:
@@ -66,7 +67,7 @@ def timed(settings: ExecutorSettings, jobs: list[TrainJob], env: JobEnv) -> tupl
         warm()
     t1 = time.monotonic()
     try:
-        results = list(executor.run(jobs, env))
+        results = [(job, StageResult.model_validate(r.model_dump())) for job, r in executor.run(jobs, env)]
     finally:
         executor.close()
     t2 = time.monotonic()

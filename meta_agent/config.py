@@ -185,6 +185,14 @@ class EvolveConfig(RunConfig):
                              f"itself and runs no coding agent")
         return self
 
+    @model_validator(mode="after")
+    def _shards_add_up(self) -> EvolveConfig:
+        pass_k = getattr(getattr(self, "code", None), "pass_k", None)
+        if self.executor.eval_shards > 1 and self.domain == "code" and pass_k:
+            raise ValueError(f"executor.eval_shards {self.executor.eval_shards} with code.pass_k {pass_k}: pass@k "
+                             f"is estimated over the whole split and cannot be put together from shards; set one")
+        return self
+
     @property
     def gate_tests(self) -> int:
         """Paired CIs a generation's gate may take (the Bonferroni count): K, plus the confirmation rung's."""

@@ -21,3 +21,9 @@ class RunDirError(UserError, FileNotFoundError):
 class BudgetExhausted(RuntimeError):
     """A hard budget ran out (or the LLM provider stopped answering); the run stopped between steps and
     can be resumed. Never a candidate's failure: it stops the run cleanly."""
+
+
+def failure_text(e: BaseException, limit: int = 2000) -> str:
+    """`Type: message` of an exception, bounded: it goes into the journal, a verdict and a git note."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= limit else text[:limit] + " [...]"

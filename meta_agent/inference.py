@@ -47,3 +47,16 @@ def greedy_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[st
     """Complete each conversation greedily; returns the assistant texts in order."""
     return [texts[0] for texts in chat_generate(model, tokenizer, conversations, max_new_tokens=max_new_tokens,
                                                 batch_size=batch_size, on_batch=on_batch)]
+
+
+def evaluator_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], *,
+                   max_new_tokens: int, batch_size: int, evaluator: Any,
+                   on_batch: Callable[[int], None] | None = None) -> list[str]:
+    """The sealed evaluator's greedy answers, generated as its `EvaluatorSettings` say (serving.py)."""
+    if evaluator.generation == "vllm":
+        from meta_agent.serving import served_greedy_chat
+
+        return served_greedy_chat(model, tokenizer, conversations, max_new_tokens=max_new_tokens,
+                                  settings=evaluator, on_batch=on_batch)
+    return greedy_chat(model, tokenizer, conversations, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                       on_batch=on_batch)

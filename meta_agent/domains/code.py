@@ -25,7 +25,7 @@ from meta_agent.code_tasks.probes import PROBE_KINDS, hardcoded_completion
 from meta_agent.code_tasks.problem import CodeProblem
 from meta_agent.code_tasks.splits import assign
 from meta_agent.contract import RolloutRecord, Task
-from meta_agent.domains.base import EvalResult, Split, TaskResult
+from meta_agent.domains.base import EvalResult, Shard, Split, TaskResult, empty_shard, shard_of
 from meta_agent.domains.settings import CodeSettings
 from meta_agent.stats import Interval, bootstrap_ci
 
@@ -131,17 +131,21 @@ class CodeDomain:
         ]
 
     def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
-                 on_progress: Callable[[int], None] | None = None) -> CodeEvalResult:
-        from meta_agent.inference import greedy_chat
+                 on_progress: Callable[[int], None] | None = None, shard: Shard | None = None) -> CodeEvalResult:
+        from meta_agent.inference import evaluator_chat
         from meta_agent.policy import load_for_inference
+        from meta_agent.serving import check_serving
 
         started = time.monotonic()
         s = self.settings
-        problems = self.problems(split)[:limit]
+        problems = shard_of(self.problems(split)[:limit], shard, s.eval_batch_size)
+        if shard is not None and not problems:
+            return empty_shard(self.name, split, policy)  # type: ignore[return-value]
+        check_serving(self.settings.evaluator)  # before loading anything
         model, tok = load_for_inference(policy, root)
         convs = [conversation(p) for p in problems]
-        completions = greedy_chat(model, tok, convs, max_new_tokens=s.eval_max_new_tokens,
-                                  batch_size=s.eval_batch_size, on_batch=on_progress)
+        completions = evaluator_chat(model, tok, convs, max_new_tokens=s.eval_max_new_tokens,
+                                     batch_size=s.eval_batch_size, evaluator=s.evaluator, on_batch=on_progress)
         runs = self.judge(list(zip(problems, completions, strict=True)))
         results = [TaskResult(task_id=p.id, correct=bool(r and r.passed), score=float(bool(r and r.passed)),
                               completion=c, detail=r.summary() if r else NO_CODE)

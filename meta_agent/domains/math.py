@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.contract import RolloutRecord, Task
-from meta_agent.domains.base import EvalResult, Split, TaskResult
+from meta_agent.domains.base import EvalResult, Shard, Split, TaskResult, empty_shard, shard_of
 from meta_agent.domains.settings import MathSettings
 from meta_agent.stats import bootstrap_ci
 
@@ -165,16 +165,21 @@ class MathDomain:
         return probes
 
     def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
-                 on_progress: Any = None) -> EvalResult:
-        from meta_agent.inference import greedy_chat
+                 on_progress: Any = None, shard: Shard | None = None) -> EvalResult:
+        from meta_agent.inference import evaluator_chat
         from meta_agent.policy import load_for_inference
+        from meta_agent.serving import check_serving
 
         started = time.monotonic()
-        tasks = self.tasks(split)[:limit]
+        tasks = shard_of(self.tasks(split)[:limit], shard, self.settings.eval_batch_size)
+        if shard is not None and not tasks:
+            return empty_shard(self.name, split, policy)
+        check_serving(self.settings.evaluator)  # before loading anything
         model, tok = load_for_inference(policy, root)
         convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
-        completions = greedy_chat(model, tok, convs, max_new_tokens=self.settings.eval_max_new_tokens,
-                                  batch_size=self.settings.eval_batch_size, on_batch=on_progress)
+        completions = evaluator_chat(model, tok, convs, max_new_tokens=self.settings.eval_max_new_tokens,
+                                     batch_size=self.settings.eval_batch_size, evaluator=self.settings.evaluator,
+                                     on_batch=on_progress)
         results = []
         for t, c in zip(tasks, completions, strict=True):
             predicted = extract_answer(c)

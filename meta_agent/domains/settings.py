@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from meta_agent.serving import EvaluatorSettings
 from meta_agent.swe.defaults import DEFAULT_TASKSET
 
 
@@ -17,6 +18,7 @@ class MathSettings(BaseModel):
     test_size: int = Field(100, ge=1, description="sealed tasks evaluated once at the end of a run")
     eval_max_new_tokens: int = Field(48, ge=1, description="greedy tokens per evaluation answer")
     eval_batch_size: int = Field(16, ge=1)
+    evaluator: EvaluatorSettings = EvaluatorSettings()
 
 
 SourceName = Literal["humaneval", "codeio"]
@@ -41,6 +43,8 @@ class CodeSettings(BaseModel):
     pass_k: list[int] = Field(default_factory=list, description="also report pass@k for these k (sampling)")
     pass_k_samples: int = Field(10, ge=1, description="samples per task for pass@k (n >= every k)")
     pass_k_temperature: float = Field(0.8, gt=0)
+    evaluator: EvaluatorSettings = Field(EvaluatorSettings(), description=(
+        "how the sealed evaluator generates its greedy answers (pass@k samples stay on transformers)"))
 
 
 class ScaffoldSettings(BaseModel):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.contract import RolloutRecord, Task
-from meta_agent.domains.base import EvalResult, Split, TaskResult
+from meta_agent.domains.base import EvalResult, Shard, Split, TaskResult, empty_shard, shard_of
 from meta_agent.domains.settings import SweSettings
 from meta_agent.domains.swe_scaffold import run_episodes
 from meta_agent.sealed import sealed_backend
@@ -147,11 +147,13 @@ class SweDomain:
         return probes
 
     def evaluate(self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
-                 on_progress: Any = None) -> EvalResult:
+                 on_progress: Any = None, shard: Shard | None = None) -> EvalResult:
         from meta_agent.policy import load_for_inference
 
         started = time.monotonic()
-        instances = self.instances(split)[:limit]
+        instances = shard_of(self.instances(split)[:limit], shard, 1)
+        if shard is not None and not instances:
+            return empty_shard(self.name, split, policy)
         model, tok = load_for_inference(policy, root)
         episodes = run_episodes(model, tok, instances, self.sandbox, self.settings.scaffold, on_done=on_progress)
         results = []

@@ -21,7 +21,7 @@ from meta_agent.backtest.static import run_static
 from meta_agent.backtest.train_stage import Control
 from meta_agent.contract import ReplayRecord
 from meta_agent.crashpoints import crashpoint
-from meta_agent.errors import BudgetExhausted
+from meta_agent.errors import BudgetExhausted, failure_text
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import RunContext
 from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
@@ -271,9 +271,3 @@ def note_for(v: Verdict, log: EventLog) -> str:
     """The git note on a candidate (and its merge): verdict plus every stage's metrics."""
     stages = [s.model_dump(mode="json") for s in stages_of(log, v.cand_id)]
     return json.dumps({"verdict": v.model_dump(mode="json"), "stages": stages}, indent=2, sort_keys=True)
-
-
-def failure_text(e: BaseException, limit: int = 2000) -> str:
-    """`Type: message` of an exception, bounded: it goes into the journal, a verdict and a git note."""
-    text = f"{type(e).__name__}: {e}"
-    return text if len(text) <= limit else text[:limit] + " [...]"

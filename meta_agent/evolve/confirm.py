@@ -16,21 +16,20 @@ the Bonferroni level over K + confirm_top tests, so the family-wise error stays 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from meta_agent.agents.base import Hypothesis
-from meta_agent.backtest.gate import ci_level, decide
-from meta_agent.backtest.train_stage import Control, invalid_share, run_train_stage
+from meta_agent.backtest.gate import decide
+from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.domains.base import EvalResult
 from meta_agent.evolve.candidate import CandidateRun, GenerationView, note_for, stages_of
 from meta_agent.evolve.context import RunContext
+from meta_agent.evolve.fanout import run_backtests
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
-from meta_agent.fsutil import atomic_write_text, fresh_dir
+from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.gitops import add_note
 from meta_agent.journal import CandidateCreated, Evaluated, StageDone, Trained, VerdictRecorded, with_repairs
-from meta_agent.report.render import write_report
 from meta_agent.training import load_trained
-from meta_agent.verdicts import StageResult, Verdict
+from meta_agent.verdicts import Verdict
 
 CONTINUE_SEED = 20_000
 """Offset of the longer rung's sampling seed: both arms continue with the same one (paired)."""
@@ -74,24 +73,20 @@ def _longer_control(ctx: RunContext, view: GenerationView) -> Control:
     return Control(run=run, eval=result, invalid_share=invalid_share(run, ctx.domain.invalid_labels))
 
 
-def _confirm_stage(ctx: RunContext, view: GenerationView, run: CandidateRun, commit: str, checkpoint: Path,
-                   control: Control) -> StageResult:
-    out = fresh_dir(run.dir / "confirm")
-    kwargs = ctx.train_kwargs(checkpoint, view.seed + CONTINUE_SEED, view.history)
-    kwargs["steps"] = ctx.cfg.confirm_steps
-    kwargs.pop("domain")
-    stage, trained, result = run_train_stage(
-        repo=ctx.repo, commit=commit, main_commit=view.main_before, domain=ctx.domain, control=control,
-        guard_labels=view.guard_labels, level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests), train_kwargs=kwargs,
-        out_dir=out, work_dir=run.dir / "work-confirm", eval_limit=ctx.cfg.selection_limit,
-        root_policy=ctx.root_policy, seed=view.seed)
-    if trained is not None:
-        write_report(trained.report, out)
-    if result is not None:
-        atomic_write_text(out / "eval.json", result.model_dump_json(indent=2))
-    total = ctx.cfg.steps + ctx.cfg.confirm_steps
-    return stage.model_copy(update={"stage": "confirm", "metrics": {**stage.metrics, "steps": total},
-                                    "reason": f"after {total} steps: {stage.reason}"})
+def _confirm_job(ctx: RunContext, view: GenerationView, run: CandidateRun, short: Verdict) -> TrainJob:
+    """The candidate's longer run as a job: its commit (after repairs) continued from its short-rung
+    checkpoint with the continuation seed, judged against the longer control."""
+    created = ctx.log.done(run.key("created"), CandidateCreated)
+    assert created is not None and created.commit, f"candidate {short.cand_id} reached the gate without a commit"
+    commit = with_repairs(ctx.log, created).commit
+    assert commit is not None
+    train = _last(ctx, short.cand_id, "train")
+    assert train is not None, f"{short.cand_id} reached the gate without a train stage"
+    control = view.dir / "confirm-control"
+    return run.train_job(commit, run.key("confirm")).model_copy(update={
+        "rung": "confirm", "policy": str(train.metrics["checkpoint"]), "seed": view.seed + CONTINUE_SEED,
+        "ci_seed": view.seed, "steps": ctx.cfg.confirm_steps, "total_steps": ctx.cfg.steps + ctx.cfg.confirm_steps,
+        "control_dir": str(control), "control_eval": str(control / "eval.json")})
 
 
 def confirm(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypotheses: list[Hypothesis]
@@ -104,27 +99,25 @@ def confirm(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypo
         return verdicts
     control = _longer_control(ctx, view)
     longer = dataclasses.replace(view, control=control)
+    todo = [k for k in chosen if ctx.log.done(view.key(f"c{k}", "confirmed"), VerdictRecorded) is None]
+    runs = {k: CandidateRun(ctx, longer, k, hypotheses[k]) for k in todo}
+    jobs = {k: _confirm_job(ctx, longer, runs[k], verdicts[k]) for k in todo}
+    run_backtests(ctx, view.g, list(jobs.values()))  # the chosen candidates' longer runs side by side
     final = list(verdicts)
     for k in chosen:
         done = ctx.log.done(view.key(f"c{k}", "confirmed"), VerdictRecorded)
         if done is None:
-            done = _confirm_one(ctx, longer, k, hypotheses[k], verdicts[k], control)
+            done = _confirm_one(ctx, longer, runs[k], jobs[k], hypotheses[k], verdicts[k])
         final[k] = done.verdict_only()
     return final
 
 
-def _confirm_one(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, short: Verdict, control: Control
-                 ) -> VerdictRecorded:
-    created = ctx.log.done(view.key(f"c{k}", "created"), CandidateCreated)
-    assert created is not None and created.commit, f"candidate {short.cand_id} reached the gate without a commit"
-    commit = with_repairs(ctx.log, created).commit
-    assert commit is not None
-    run = CandidateRun(ctx, view, k, h)
-    train, replay = _last(ctx, short.cand_id, "train"), _last(ctx, short.cand_id, "replay")
-    assert train is not None and replay is not None, f"{short.cand_id} reached the gate without train and replay"
-    ctx.reporter.phase(f"gen {view.g}: candidate {k}: confirmation rung ({ctx.cfg.confirm_steps} more steps)")
-    stage = run._stage("confirm", lambda: _confirm_stage(ctx, view, run, commit, Path(train.metrics["checkpoint"]),
-                                                         control))
+def _confirm_one(ctx: RunContext, view: GenerationView, run: CandidateRun, job: TrainJob, h: Hypothesis,
+                 short: Verdict) -> VerdictRecorded:
+    replay = _last(ctx, short.cand_id, "replay")
+    assert replay is not None, f"{short.cand_id} reached the gate without a replay stage"
+    env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo, on_step=lambda _n: ctx.reporter.training_step())
+    stage = run._stage("confirm", lambda: run_train_job(job, env))  # journaled by the fan-out, unless it stopped
     judged = stage.model_copy(update={"stage": "train"})  # the gate reads the longest run as the train evidence
     verdict = decide(short.cand_id, h.kind, [replay.result(), judged], view.noise_floor, ctx.cfg.gate)
     if not stage.passed:
@@ -132,7 +125,7 @@ def _confirm_one(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, s
     verdict = verdict.model_copy(update={"reason": (
         f"{short.reason}; on the confirmation rung ({ctx.cfg.steps}+{ctx.cfg.confirm_steps} steps, control "
         f"trained as long): {verdict.reason}")})
-    add_note(ctx.repo, commit, note_for(verdict, ctx.log))
+    add_note(ctx.repo, job.commit, note_for(verdict, ctx.log))
     record = VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used, params=h.params)
-    ctx.log.append(record, key=view.key(f"c{k}", "confirmed"))
+    ctx.log.append(record, key=view.key(f"c{run.k}", "confirmed"))
     return record

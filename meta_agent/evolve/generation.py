@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -17,15 +18,19 @@ from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.contract import ReplayRecord, read_jsonl
+from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import EvalResult
+from meta_agent.errors import failure_text
 from meta_agent.evolve.archive import choose_parents
-from meta_agent.evolve.candidate import CandidateRun, GenerationView, failure_text
+from meta_agent.evolve.candidate import CandidateRun, GenerationView
 from meta_agent.evolve.confirm import confirm
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.fanout import run_backtests
-from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
+from meta_agent.evolve.static_arm import static_jobs
+from meta_agent.evolve.steps import evaluate, evaluated, results, run_jobs, train_job
 from meta_agent.evolve.winners import learn_from, merge_winners
+from meta_agent.execution.jobs import RunJob, RunResult
 from meta_agent.gitops import export_tree
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.journal import (
@@ -73,9 +78,7 @@ class Generation:
             return done
         self.main_before = ctx.step(self.key("start"), GenerationStarted, lambda: GenerationStarted(
             main=ctx.repo.commit("main").hexsha, t=time.time())).main
-        ctx.reporter.phase(f"gen {g}: training the policy under main ({ctx.cfg.steps} steps)")
-        ctx.step(self.key("main-train"), Trained, lambda: train_and_report(
-            ctx, self.main_before, self.policy, self.seed, self.history, self.dir / "main", self.dir / "work-main"))
+        noise_runs = self._main_and_noise()
         control_run = load_trained(self.dir / "main", ctx.domain, str(ctx.root_policy), ctx.tasks_file)
         ctx.reporter.phase(f"gen {g}: evaluating main on the sealed selection split")
         ctx.step(self.key("control-eval"), Evaluated, lambda: evaluated(evaluate(
@@ -83,7 +86,7 @@ class Generation:
         control_eval = EvalResult.model_validate_json((self.dir / "control-eval.json").read_text())
         control = Control(run=control_run, eval=control_eval,
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
-        self.noise_floor = self._noise(control_eval)
+        self.noise_floor = self._noise(control_eval, noise_runs)
         # What the proposer sees of it: 0 means two training seeds left every greedy answer the same.
         control_run.report.selection_noise = self.noise_floor if ctx.cfg.noise_reruns else None
         main_replay, replay_set = self._main_replay(control_run)
@@ -97,7 +100,8 @@ class Generation:
         cands = [CandidateRun(ctx, view, k, h, parent=parents.get(k)) for k, h in enumerate(hypotheses)]
         # Implement, static and replay in the driver, one candidate after another (cheap, and they commit to
         # the repo); the training backtests, the costly part, go to the executor together.
-        run_backtests(ctx, g, [job for c in cands if (job := c.pending_train()) is not None])
+        run_backtests(ctx, g, [job for c in cands if (job := c.pending_train()) is not None], also=static_jobs(
+            ctx, g, self.main_before, self.policy))
         verdicts = [c.run() for c in cands]
         verdicts = confirm(ctx, view, verdicts, hypotheses)
         verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
@@ -135,8 +139,53 @@ class Generation:
         spent["wall"] = time.time() - start.t if start else 0.0
         return spent
 
-    def _noise(self, control_eval: EvalResult) -> float:
-        """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor."""
+    def _main_and_noise(self) -> dict[str, Trained]:
+        """Main's training and its control evaluation, and beside them (as the executor allows) the noise
+        reruns when this generation surely measures the floor (none measured yet, or one too old); the
+        reruns' trainings done here, by job key (journaled with the floor, in `_noise`)."""
+        ctx, g = self.ctx, self.g
+        shards = ctx.cfg.executor.eval_shards
+        jobs: list[RunJob] = []
+        if ctx.log.done(self.key("main-train"), Trained) is None:
+            ctx.reporter.phase(f"gen {g}: training the policy under main ({ctx.cfg.steps} steps)")
+            inline_eval: dict[str, Any] = {} if shards > 1 else dict(
+                eval_split="selection", eval_out=self.dir / "control-eval.json", eval_limit=ctx.cfg.selection_limit)
+            jobs.append(train_job(ctx, self.key("main-train"), "main's training", self.main_before, self.policy,
+                                  self.seed, self.history, self.dir / "main", self.dir / "work-main", **inline_eval))
+        reruns = []
+        if ctx.cfg.noise_reruns and self._noise_due() and ctx.log.done(self.key("noise"), NoiseMeasured) is None:
+            reruns = [self._rerun_job(i) for i in range(ctx.cfg.noise_reruns)]
+            if jobs:
+                ctx.reporter.phase(f"gen {g}: {len(reruns)} control-vs-control rerun(s) beside it (noise floor)")
+        ran: dict[str, Trained] = {}
+        labels = {job.key: job.label for job in [*jobs, *reruns]}
+        for job, result in run_jobs(ctx, [*jobs, *reruns]):
+            assert isinstance(result, RunResult)
+            ran[job.key] = result.trained_run(labels[job.key])
+            if job.key == self.key("main-train"):
+                crashpoint("step/after-work", ctx.run_dir)
+                ctx.log.append(ran[job.key], key=job.key)
+                if result.evaluated is not None:
+                    ctx.log.append(result.evaluated, key=self.key("control-eval"))
+        return ran
+
+    def _noise_due(self) -> bool:
+        """Whether the floor is measured this generation whatever main scores (else `_last_noise` decides)."""
+        last = max((j for j in range(self.g) if self.ctx.log.done(f"g{j}/noise", NoiseMeasured)), default=None)
+        return last is None or self.g - last >= self.ctx.cfg.noise_refresh
+
+    def _rerun_job(self, i: int) -> RunJob:
+        ctx = self.ctx
+        out = self.dir / f"noise-{i}"
+        inline_eval: dict[str, Any] = {} if ctx.cfg.executor.eval_shards > 1 else dict(
+            eval_split="selection", eval_out=out / "eval.json", eval_limit=ctx.cfg.selection_limit)
+        return train_job(ctx, self.key(f"noise-{i}"), f"control-vs-control rerun {i + 1}", self.main_before,
+                         self.policy, self.seed + 10_000 * (i + 1), self.history, out, self.dir / f"work-noise-{i}",
+                         **inline_eval)
+
+    def _noise(self, control_eval: EvalResult, ran: dict[str, Trained]) -> float:
+        """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor. `ran`:
+        the reruns `_main_and_noise` already trained (and evaluated, unless evaluations are sharded)."""
         ctx = self.ctx
         if ctx.cfg.noise_reruns == 0:
             return 0.0
@@ -145,14 +194,18 @@ class Generation:
             return earlier
 
         def measure() -> NoiseMeasured:
+            todo = [job for i in range(ctx.cfg.noise_reruns) if (job := self._rerun_job(i)).key not in ran]
+            for job in todo:
+                ctx.reporter.phase(f"gen {self.g}: {job.label} (noise floor)")
+            trained = {**ran, **{k: r.trained for k, r in results(ctx, todo).items() if r.trained is not None}}
             deltas, train_s, eval_s = [], 0.0, 0.0
             for i in range(ctx.cfg.noise_reruns):
-                ctx.reporter.phase(f"gen {self.g}: control-vs-control rerun {i + 1} (noise floor)")
                 out = self.dir / f"noise-{i}"
-                trained = train_and_report(ctx, self.main_before, self.policy, self.seed + 10_000 * (i + 1),
-                                           self.history, out, self.dir / "work-noise")
-                rerun = evaluate(ctx, out / "checkpoint", out / "eval.json", limit=ctx.cfg.selection_limit)
-                train_s += trained.train_seconds
+                if not (out / "eval.json").is_file():  # evaluations are sharded: after the training
+                    evaluate(ctx, out / "checkpoint", out / "eval.json", limit=ctx.cfg.selection_limit,
+                             label=f"the evaluation of control-vs-control rerun {i + 1}")
+                rerun = EvalResult.model_validate_json((out / "eval.json").read_text())
+                train_s += trained[self.key(f"noise-{i}")].train_seconds
                 eval_s += rerun.wall_time
                 ids = [r.task_id for r in control_eval.results]
                 d = paired_bootstrap_ci([rerun.per_task()[t] for t in ids], [control_eval.per_task()[t] for t in ids])

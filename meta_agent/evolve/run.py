@@ -7,7 +7,6 @@ test split, a paired comparison, summary.md / summary.json and lineage.html in t
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +24,11 @@ from meta_agent.errors import RunDirError, UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import Budget, Reporter, RunContext
 from meta_agent.evolve.generation import Generation
-from meta_agent.evolve.steps import evaluate, train_and_report
+from meta_agent.evolve.static_arm import static_policy
+from meta_agent.evolve.steps import eval_jobs, finish_eval, results
 from meta_agent.execution.base import make_executor
 from meta_agent.gitops import GitOpsError, clear_stale_locks, run_harness, sync_checkout
-from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted, Trained
+from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted
 from meta_agent.lineage import rebuild_index
 from meta_agent.policy import resolve_policy
 from meta_agent.proposers import PROPOSERS
@@ -36,6 +36,7 @@ from meta_agent.report.lineage_page import write_run_page
 from meta_agent.report.summary import RunSummary, write_summary
 from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
 from meta_agent.sealed import fingerprint, sealed_backend
+from meta_agent.serving import ServingError, serving_problem
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.skills.store import SkillSet, default_skill_set
 from meta_agent.stats import Interval, paired_bootstrap_ci
@@ -99,6 +100,9 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     check_available(cfg.tracker)
     if not resume and (run_dir / "events.jsonl").exists():
         raise RunDirError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
+    evaluator = getattr(cfg.domain_settings(), "evaluator", None)
+    if evaluator is not None and cfg.executor.kind == "local" and (problem := serving_problem(evaluator)):
+        raise ServingError(problem)  # evaluations run on this machine (on Ray, each node checks its own)
     executor = make_executor(cfg.executor)  # Ray missing or unreachable: said here, before anything runs
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = cfg.model_copy(update={"run_dir": run_dir})
@@ -177,39 +181,26 @@ def _track(ctx: RunContext) -> None:
                            f"--tracker {ctx.cfg.tracker}` retries)")
 
 
-def _static_arm(ctx: RunContext) -> Path:
-    """The unchanged initial harness with the same policy chain, seeds and steps; reuses main's runs
-    for every generation in which main still was the initial harness and the policies coincide."""
-    started = ctx.log.done("run/start", RunStarted)
-    assert started is not None, "a run is finalized only after it started"
-    initial = started.initial_main
-    policy, history = ctx.root_policy, None
-    for g in range(ctx.cfg.generations):
-        gen = ctx.log.done(f"g{g}/done", GenerationDone)
-        if gen is not None and gen.main_before == initial and Path(gen.policy) == policy:
-            policy = ctx.run_dir / f"gen-{g:03d}" / "main" / "checkpoint"
-            history = Path(gen.history)
-            continue
-        out = ctx.run_dir / "static" / f"g{g}"
-        ctx.reporter.phase(f"static control arm: generation {g} under the initial harness")
-        ctx.step(f"final/static-g{g}", Trained, functools.partial(
-            train_and_report, ctx, initial, policy, ctx.cfg.seed + g, history, out, ctx.run_dir / "static" / "work"))
-        policy, history = out / "checkpoint", out / "rollouts.verified.jsonl"
-    return policy
-
-
 def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
-    static = _static_arm(ctx) if ctx.cfg.control == "static" else None
+    static = static_policy(ctx) if ctx.cfg.control == "static" else None
     final_dir = ctx.run_dir / "final"
     final_dir.mkdir(exist_ok=True)
 
     def compare() -> FinalEval:
-        ctx.reporter.phase("final: evaluating the evolved policy on the sealed test split")
-        ev = evaluate(ctx, evolved, final_dir / "evolved-test.json", "test", ctx.cfg.test_limit)
+        """The evolved policy and the static control on the sealed test split, side by side as the executor
+        allows (each in `eval_shards` shards)."""
+        arms = {"evolved": evolved, **({"static": static} if static is not None else {})}
+        ctx.reporter.phase(f"final: evaluating the {' and the '.join(arms)} policy on the sealed test split")
+        jobs = []
+        for arm, policy in arms.items():
+            (final_dir / f"{arm}-test.json").unlink(missing_ok=True)
+            jobs += eval_jobs(ctx, f"final/{arm}-test", f"the {arm} policy's test evaluation", policy,
+                              final_dir / f"{arm}-test.json", "test", ctx.cfg.test_limit)
+        results(ctx, jobs)
+        ev = finish_eval(ctx, final_dir / "evolved-test.json")
         out = FinalEval(evolved_policy=str(evolved), evolved=ev.score.model_dump())
         if static is not None:
-            ctx.reporter.phase("final: evaluating the static control on the sealed test split")
-            st = evaluate(ctx, static, final_dir / "static-test.json", "test", ctx.cfg.test_limit)
+            st = finish_eval(ctx, final_dir / "static-test.json")
             out = out.model_copy(update={"static_policy": str(static), "static": st.score.model_dump(),
                                          "paired": _paired(ev, st).model_dump()})
         return out

@@ -1,22 +1,26 @@
-"""The executor seam: the loop hands a generation's independent training backtests to an `Executor`
-and journals each result as it comes back; only the executor differs between a laptop and a cluster.
+"""The executor seam: the loop hands a generation's independent work (jobs.py: candidates' training
+backtests, main's run and its noise reruns, the static arm, sealed-evaluation shards) to an
+`Executor` and journals each result as it comes back; only the executor differs between a laptop
+and a cluster.
 
 - `local` (default): `--parallel 1` runs them one after another in the driver (the behaviour before
   the seam); `--parallel N` in N worker processes of this machine.
 - `ray`: Ray tasks with resource requests, on a private local Ray instance or a cluster.
 
-A job whose worker (process, node) dies is run again up to `retries` times, then comes back as that
-candidate's failure with the reason: never lost, never journaled twice (the driver journals it).
+A job whose worker (process, node) dies is run again up to `retries` times, then comes back as its
+failure with the reason (a candidate's failure for a backtest): never lost, never journaled twice
+(the driver journals it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from meta_agent.execution.jobs import JobEnv, TrainJob
+from pydantic import BaseModel
+
+from meta_agent.execution.jobs import Job, JobEnv
 from meta_agent.execution.settings import ExecutorSettings
-from meta_agent.verdicts import StageResult
 
 
 class Executor(Protocol):
@@ -27,18 +31,11 @@ class Executor(Protocol):
         """Jobs run in the driver's process (its progress display sees each training step)."""
         ...
 
-    def run(self, jobs: list[TrainJob], env: JobEnv) -> Iterator[tuple[TrainJob, StageResult]]:
+    def run(self, jobs: Sequence[Job], env: JobEnv) -> Iterator[tuple[Job, BaseModel]]:
         """Each job's result, in the order they finish. `env` is the driver's (used by in-driver runs)."""
         ...
 
     def close(self) -> None: ...
-
-
-def lost(job: TrainJob, attempts: int, why: str) -> StageResult:
-    """The result of a job whose worker died on every attempt."""
-    return StageResult(stage="train", passed=False, reason=(
-        f"train: the worker running this backtest was lost {attempts} time(s) ({why}); it counts as this "
-        f"candidate's failure"))
 
 
 def make_executor(settings: ExecutorSettings) -> Executor:

@@ -19,15 +19,15 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
-from meta_agent.execution.base import lost
-from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
+from pydantic import BaseModel
+
+from meta_agent.execution.jobs import Job, JobEnv, job_from_json
 from meta_agent.execution.settings import ExecutorSettings
-from meta_agent.verdicts import StageResult
 from sandboxes.gpu import nvidia_devices
 
 READY = b"ready"
@@ -41,7 +41,7 @@ class _Slot:
     device: str | None
     proc: BaseProcess | None = None
     conn: Connection | None = None
-    job: TrainJob | None = None
+    job: Job | None = None
     attempt: int = 0
     ready: bool = False
     """The worker has imported what a backtest needs (it says so once, before its first job)."""
@@ -104,14 +104,14 @@ class LocalExecutor:
                     if slot.message() is None:
                         time.sleep(0.05)
 
-    def run(self, jobs: list[TrainJob], env: JobEnv) -> Iterator[tuple[TrainJob, StageResult]]:
+    def run(self, jobs: Sequence[Job], env: JobEnv) -> Iterator[tuple[Job, BaseModel]]:
         if not self.slots:
             for job in jobs:
-                yield job, run_train_job(job, env)
+                yield job, job.execute(env)
             return
         yield from self._in_workers(jobs)
 
-    def _in_workers(self, jobs: list[TrainJob]) -> Iterator[tuple[TrainJob, StageResult]]:
+    def _in_workers(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, BaseModel]]:
         threads = max(1, (os.cpu_count() or 1) // min(len(self.slots), len(jobs)))
         queue = [(job, 1) for job in jobs]
         try:
@@ -143,7 +143,7 @@ class LocalExecutor:
                         queue.insert(0, (job, slot.attempt + 1))
                     else:
                         code = slot.proc.exitcode if slot.proc else None
-                        yield job, lost(job, slot.attempt, f"worker process exited with code {code}")
+                        yield job, job.lost(slot.attempt, f"worker process exited with code {code}")
         finally:
             for slot in self.slots:
                 if slot.job is not None:  # abandoned mid-job (the driver stops): that worker goes too
@@ -159,7 +159,7 @@ class LocalExecutor:
             slot.stop()
 
 
-def _collect(slot: _Slot) -> tuple[TrainJob, StageResult | None] | None:
+def _collect(slot: _Slot) -> tuple[Job, BaseModel | None] | None:
     """The slot's finished job and its result (None: the worker died with it), or None while it runs."""
     job = slot.job
     assert job is not None and slot.conn is not None
@@ -167,7 +167,7 @@ def _collect(slot: _Slot) -> tuple[TrainJob, StageResult | None] | None:
         data = slot.message()
         if data is not None:
             slot.job = None
-            return job, StageResult.model_validate_json(data)
+            return job, job.parse(data)
     except (EOFError, OSError, ValueError):
         pass  # the worker died: its end of the pipe closed with nothing (or half a message) in it
     if slot.alive():
@@ -196,7 +196,7 @@ def _serve(conn: Connection, device: str | None, parent: int) -> None:
     import torch
 
     for module in ("meta_agent.config", "meta_agent.sealed", "meta_agent.evolve.candidate"):
-        importlib.import_module(module)  # what run_train_job imports on first use: loaded before any job
+        importlib.import_module(module)  # what a job imports on first use: loaded before any job
     conn.send_bytes(READY)
     while True:
         try:
@@ -209,7 +209,7 @@ def _serve(conn: Connection, device: str | None, parent: int) -> None:
         for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[key] = threads
         torch.set_num_threads(int(threads))
-        result = run_train_job(TrainJob.model_validate_json(job_json), attempt=int(attempt))
+        result = job_from_json(job_json).isolated(int(attempt))
         conn.send_bytes(result.model_dump_json().encode())
 
 

@@ -1,4 +1,5 @@
-"""The Ray executor: each training backtest is a Ray task with a resource request (CPUs, GPUs, memory).
+"""The Ray executor: each job (a training backtest, main's run, a noise rerun, a static-arm generation,
+an evaluation shard) is a Ray task with a resource request (CPUs, GPUs, memory).
 
 The task runs on whichever node Ray picks, in a sandbox session of that node, and reads and writes
 the run directory and the sealed data through paths, so on a multi-node cluster both must sit on
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from meta_agent.errors import UserError
-from meta_agent.execution.base import lost
-from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
+from meta_agent.execution.jobs import Job, JobEnv, job_from_json
 from meta_agent.execution.settings import ExecutorSettings
-from meta_agent.verdicts import StageResult
 
 FORWARDED_PREFIXES = ("META_AGENT_", "HF_", "TRANSFORMERS_")
 """Environment the tasks need to find the same data dir, sealed secret and offline model cache as the driver."""
@@ -38,8 +39,8 @@ def _ray() -> Any:
 
 
 def _task(job_json: str) -> str:
-    """Runs on a Ray worker: the job as JSON in, its StageResult as JSON out (nothing pickled but text)."""
-    return run_train_job(TrainJob.model_validate_json(job_json), attempt=None).model_dump_json()
+    """Runs on a Ray worker: the job as JSON in, its result as JSON out (nothing pickled but text)."""
+    return job_from_json(job_json).isolated(None).model_dump_json()
 
 
 def _answers(address: str, timeout: float = 10.0) -> None:
@@ -79,10 +80,10 @@ class RayExecutor:
             options["memory"] = settings.memory_mb_per_task * 2**20
         self.remote = ray.remote(_task).options(**options)
 
-    def run(self, jobs: list[TrainJob], env: JobEnv) -> Iterator[tuple[TrainJob, StageResult]]:
+    def run(self, jobs: Sequence[Job], env: JobEnv) -> Iterator[tuple[Job, BaseModel]]:
         ray = self.ray
         queue = list(jobs)
-        flying: dict[Any, TrainJob] = {}
+        flying: dict[Any, Job] = {}
         try:
             while queue or flying:
                 while queue and len(flying) < (self.settings.parallel or len(jobs)):
@@ -91,9 +92,9 @@ class RayExecutor:
                 ready, _ = ray.wait(list(flying), num_returns=1)
                 job = flying.pop(ready[0])
                 try:
-                    yield job, StageResult.model_validate_json(ray.get(ready[0]))
+                    yield job, job.parse(ray.get(ready[0]))
                 except ray.exceptions.RayError as e:  # worker or node lost on every attempt
-                    yield job, lost(job, self.settings.retries + 1, f"{type(e).__name__}: {str(e)[:500]}")
+                    yield job, job.lost(self.settings.retries + 1, f"{type(e).__name__}: {str(e)[:500]}")
         finally:
             for ref in flying:
                 ray.cancel(ref, force=True)

@@ -23,3 +23,8 @@ class ExecutorSettings(BaseModel):
     cpus_per_task: float = Field(1.0, gt=0, description="CPUs a backtest task asks for (ray)")
     gpus_per_task: float = Field(0.0, ge=0, description="GPUs a backtest task asks for (ray; 0 = CPU training)")
     memory_mb_per_task: int | None = Field(None, ge=256, description="memory a backtest task asks for (ray)")
+    eval_shards: int = Field(1, ge=1, le=256, description=(
+        "split each sealed evaluation the driver asks for (main's control evaluation, the noise reruns', the "
+        "final test evaluations) into this many jobs on consecutive slices of the tasks, merged into one "
+        "result: the same answers and score as one job, sooner on a cluster; a candidate's selection "
+        "evaluation stays inside its backtest job"))

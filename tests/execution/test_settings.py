@@ -44,3 +44,9 @@ def test_visible_devices_decide_how_many_gpus_the_workers_share(monkeypatch: pyt
     assert gpu_count() == 2
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert gpu_count() == 0
+
+
+def test_sharding_a_code_evaluation_that_reports_pass_at_k_is_refused_naming_both_settings() -> None:
+    with pytest.raises(ValidationError, match=r"eval_shards 2 with code.pass_k \[5\]"):
+        EvolveConfig.model_validate({"domain": "code", "code": {"pass_k": [5]}, "executor": {"eval_shards": 2}})
+    assert EvolveConfig.model_validate({"domain": "code", "executor": {"eval_shards": 2}}).executor.eval_shards == 2
