@@ -58,9 +58,9 @@ TrackerOpt = Annotated[Tracker | None, typer.Option(
     "--tracker", metavar="<tracker>", help="none (default) | tensorboard | trackio | mlflow: training and "
                                            "per-generation metrics as local files (docs/tracking.md)")]
 ExecutorOpt = Annotated[Literal["local", "ray"] | None, typer.Option(
-    help="where candidate backtests run: local (default) or ray (docs/scale.md)")]
+    help="where backtests, training runs and evaluations run: local (default) or ray (docs/scale.md)")]
 ParallelOpt = Annotated[int | None, typer.Option(  # (>= 1 is checked by ExecutorSettings, with the field named)
-    help="local: backtests side by side in worker processes (default 1); ray: most tasks in flight")]
+    help="local: jobs side by side in worker processes (default 1); ray: most tasks in flight")]
 RayAddressOpt = Annotated[str | None, typer.Option(
     help="ray: `auto` (this node's cluster) or ray://HOST:PORT; default: a private local Ray instance")]
 

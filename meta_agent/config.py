@@ -168,8 +168,8 @@ class EvolveConfig(RunConfig):
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()
-    executor: ExecutorSettings = Field(default_factory=ExecutorSettings,
-                                       description="where candidate backtests run (docs/scale.md)")
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings, description=(
+        "where a run's backtests, training runs and evaluations run (docs/scale.md)"))
 
     @field_validator("proposer")
     @classmethod

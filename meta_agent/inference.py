@@ -52,8 +52,9 @@ def greedy_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[st
 def evaluator_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], *,
                    max_new_tokens: int, batch_size: int, evaluator: Any,
                    on_batch: Callable[[int], None] | None = None) -> list[str]:
-    """The sealed evaluator's greedy answers, generated as its `EvaluatorSettings` say (serving.py)."""
-    if evaluator.generation == "vllm":
+    """The sealed evaluator's greedy answers, generated as its `EvaluatorSettings` say (serving.py; None:
+    in this process)."""
+    if evaluator is not None and evaluator.generation == "vllm":
         from meta_agent.serving import served_greedy_chat
 
         return served_greedy_chat(model, tokenizer, conversations, max_new_tokens=max_new_tokens,

@@ -75,8 +75,9 @@ def serving_problem(settings: EvaluatorSettings, cuda: bool | None = None, vllm:
             f"set evaluator.generation: transformers here (or evaluator.server_command to a server you run)")
 
 
-def check_serving(settings: EvaluatorSettings) -> None:
-    problem = serving_problem(settings)
+def check_serving(settings: EvaluatorSettings | None) -> None:
+    """Raise `ServingError` when this machine cannot evaluate with `settings` (None: the default, in-process)."""
+    problem = serving_problem(settings) if settings is not None else None
     if problem:
         raise ServingError(problem)
 

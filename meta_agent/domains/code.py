@@ -141,11 +141,12 @@ class CodeDomain:
         problems = shard_of(self.problems(split)[:limit], shard, s.eval_batch_size)
         if shard is not None and not problems:
             return empty_shard(self.name, split, policy)  # type: ignore[return-value]
-        check_serving(self.settings.evaluator)  # before loading anything
+        evaluator = getattr(self.settings, "evaluator", None)  # (a plugin's settings may not have one)
+        check_serving(evaluator)  # before loading anything
         model, tok = load_for_inference(policy, root)
         convs = [conversation(p) for p in problems]
         completions = evaluator_chat(model, tok, convs, max_new_tokens=s.eval_max_new_tokens,
-                                     batch_size=s.eval_batch_size, evaluator=s.evaluator, on_batch=on_progress)
+                                     batch_size=s.eval_batch_size, evaluator=evaluator, on_batch=on_progress)
         runs = self.judge(list(zip(problems, completions, strict=True)))
         results = [TaskResult(task_id=p.id, correct=bool(r and r.passed), score=float(bool(r and r.passed)),
                               completion=c, detail=r.summary() if r else NO_CODE)

@@ -174,11 +174,12 @@ class MathDomain:
         tasks = shard_of(self.tasks(split)[:limit], shard, self.settings.eval_batch_size)
         if shard is not None and not tasks:
             return empty_shard(self.name, split, policy)
-        check_serving(self.settings.evaluator)  # before loading anything
+        evaluator = getattr(self.settings, "evaluator", None)  # (a plugin's settings may not have one)
+        check_serving(evaluator)  # before loading anything
         model, tok = load_for_inference(policy, root)
         convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
         completions = evaluator_chat(model, tok, convs, max_new_tokens=self.settings.eval_max_new_tokens,
-                                     batch_size=self.settings.eval_batch_size, evaluator=self.settings.evaluator,
+                                     batch_size=self.settings.eval_batch_size, evaluator=evaluator,
                                      on_batch=on_progress)
         results = []
         for t, c in zip(tasks, completions, strict=True):

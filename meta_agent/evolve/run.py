@@ -7,6 +7,7 @@ test split, a paired comparison, summary.md / summary.json and lineage.html in t
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from filelock import FileLock, Timeout
 from meta_agent.agents.base import Proposer
 from meta_agent.config import EvolveConfig
 from meta_agent.crashpoints import crashpoint
-from meta_agent.domains import EvalResult, domain_entry, domain_for
+from meta_agent.domains import DOMAINS, EvalResult, domain_entry, domain_for
 from meta_agent.errors import RunDirError, UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import Budget, Reporter, RunContext
@@ -93,6 +94,17 @@ def _harness(cfg: EvolveConfig, run_dir: Path, repairs: list[str]) -> git.Repo:
     return repo
 
 
+def _check_evaluation(cfg: EvolveConfig) -> None:
+    """What the run's evaluations need, checked before anything of the run is written."""
+    evaluator = getattr(cfg.domain_settings(), "evaluator", None)
+    if evaluator is not None and cfg.executor.kind == "local" and (problem := serving_problem(evaluator)):
+        raise ServingError(problem)  # evaluations run on this machine (on Ray, each node checks its own)
+    shards = cfg.executor.eval_shards
+    if shards > 1 and "shard" not in inspect.signature(DOMAINS.get(cfg.domain).evaluate).parameters:
+        raise UserError(f"executor.eval_shards is {shards}, but the {cfg.domain} domain's evaluate takes no "
+                        f"`shard` (docs/plugins.md); set executor.eval_shards: 1")
+
+
 def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunContext:
     """A run's context: set up (run.json first, then the harness repo, then `run/start`, each safe to
     redo after a kill), or picked up again, with what loading had to repair in `ctx.repairs`."""
@@ -100,9 +112,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     check_available(cfg.tracker)
     if not resume and (run_dir / "events.jsonl").exists():
         raise RunDirError(f"{run_dir} already holds a run; continue it with `meta-agent resume {run_dir}`")
-    evaluator = getattr(cfg.domain_settings(), "evaluator", None)
-    if evaluator is not None and cfg.executor.kind == "local" and (problem := serving_problem(evaluator)):
-        raise ServingError(problem)  # evaluations run on this machine (on Ray, each node checks its own)
+    _check_evaluation(cfg)
     executor = make_executor(cfg.executor)  # Ray missing or unreachable: said here, before anything runs
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = cfg.model_copy(update={"run_dir": run_dir})

@@ -205,8 +205,10 @@ class RunJob(Job):
             policy = run.checkpoint
         if self.eval_split is not None:
             assert self.eval_out is not None
+            # `shard` only when sharding: a plugin domain written before shards need not take it
+            sharded: dict[str, Any] = {} if self.shard is None else {"shard": self.shard}
             result = env.domain.evaluate(policy, self.eval_split, limit=self.eval_limit, root=Path(self.root_policy),
-                                         shard=self.shard)
+                                         **sharded)
             atomic_write_text(Path(self.eval_out), result.model_dump_json(indent=2))
             evaluated = Evaluated(score=result.score.mean, eval_seconds=result.wall_time)
         return RunResult(trained=trained, evaluated=evaluated)

@@ -1,4 +1,4 @@
-"""Where a generation's independent work runs: `--executor local|ray`, `--parallel N`, `--ray-address`."""
+"""Where a run's independent jobs run: `--executor local|ray`, `--parallel N`, `--ray-address`, `eval_shards`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ class ExecutorSettings(BaseModel):
         "local", description="local: this machine (worker processes with --parallel > 1); ray: Ray tasks on a "
                              "cluster (docs/scale.md)")
     parallel: int | None = Field(None, ge=1, le=1024, description=(
-        "local: worker processes running candidate backtests side by side (default 1 = one after another, in "
-        "the driver); ray: most tasks in flight (default: all of a generation's, the cluster schedules them)"))
+        "local: worker processes running jobs (backtests, training runs, evaluations) side by side (default 1 = "
+        "one after another, in the driver); ray: most tasks in flight (default: all that can run at once)"))
     ray_address: str | None = Field(None, description=(
         "ray: `auto` joins the cluster this node belongs to, `ray://HOST:PORT` a remote one; unset starts a "
         "private local Ray instance for the run"))

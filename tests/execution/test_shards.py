@@ -4,10 +4,11 @@ workers gets the same per-task answers and the same score as one evaluation, nev
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from meta_agent.domains.base import merge_shards, shard_of
+from meta_agent.domains.base import EvalResult, Split, merge_shards, shard_of
 from meta_agent.domains.math import MathDomain
 from meta_agent.domains.settings import MathSettings
 
@@ -51,3 +52,27 @@ def test_merging_refuses_what_shards_cannot_add_up_to() -> None:
                           results=[], wall_time=0.0, pass_at_k={"pass@5": Interval(mean=1, low=1, high=1, n=1)})
     with pytest.raises(ValueError, match="pass_at_k"):
         merge_shards([part, part])
+
+
+class DomainWithoutShards(MathDomain):
+    """A plugin domain written before shards existed: its evaluate takes no `shard`."""
+
+    settings_model = MathSettings
+    default_train_steps = 1
+    harness_domain = "math"
+
+    def evaluate(  # type: ignore[override]  # (the point: an older, narrower signature)
+            self, policy: Path, split: Split, *, limit: int | None = None, root: Path | None = None,
+            on_progress: Any = None) -> EvalResult:
+        return super().evaluate(policy, split, limit=limit, root=root, on_progress=on_progress)
+
+
+def test_sharding_a_domain_whose_evaluate_takes_no_shard_is_refused_before_the_run() -> None:
+    from meta_agent.config import EvolveConfig
+    from meta_agent.errors import UserError
+    from meta_agent.evolve.run import _check_evaluation
+
+    name = f"{__name__}:DomainWithoutShards"
+    _check_evaluation(EvolveConfig.model_validate({"domain": name}))  # unsharded: fine
+    with pytest.raises(UserError, match=r"eval_shards is 2, but the .*DomainWithoutShards domain's evaluate takes no"):
+        _check_evaluation(EvolveConfig.model_validate({"domain": name, "executor": {"eval_shards": 2}}))

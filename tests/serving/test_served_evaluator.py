@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -50,8 +49,21 @@ def test_a_server_that_never_answers_times_out_and_is_stopped(tiny_policy: Path)
                                      startup_timeout_s=3))
     with pytest.raises(ServingError, match=r"did not answer /health within 3 s"):
         domain.evaluate(tiny_policy, "selection", root=tiny_policy)
-    ps = subprocess.run(["pgrep", "-f", "model_server.py --never-ready"], capture_output=True, text=True)
-    assert not ps.stdout.strip(), "the server that never answered was left running"
+    assert not _running("--never-ready"), "the server that never answered was left running"
+
+
+def _running(marker: str) -> list[str]:
+    """Command lines of live (not zombie) processes running model_server.py with `marker`, from /proc."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if "model_server.py" in text and marker in text and state != "Z":
+            found.append(text)
+    return found
 
 
 def test_the_default_launch_names_what_this_machine_lacks() -> None:
