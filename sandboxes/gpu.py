@@ -38,5 +38,10 @@ def bwrap_gpu_args(devices: list[Path]) -> list[str]:
     return args
 
 
+def gpu_nodes() -> list[Path]:
+    """One node per GPU (`/dev/nvidia0`, `/dev/nvidia1`, ...), without the control and UVM nodes."""
+    return [d for d in nvidia_devices() if d.name.startswith("nvidia") and d.name[6:].isdigit()]
+
+
 def has_gpu() -> bool:
-    return any(d.name.startswith("nvidia") and d.name[6:].isdigit() for d in nvidia_devices())
+    return bool(gpu_nodes())

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from meta_agent.execution.jobs import Job, JobEnv, job_from_json
 from meta_agent.execution.settings import ExecutorSettings
-from sandboxes.gpu import nvidia_devices
+from sandboxes.gpu import gpu_nodes
 
 READY = b"ready"
 
@@ -182,7 +182,7 @@ def gpu_count() -> int:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return len([d for d in visible.split(",") if d.strip()])
-    return sum(1 for d in nvidia_devices() if d.name[6:].isdigit())
+    return len(gpu_nodes())
 
 
 def _serve(conn: Connection, device: str | None, parent: int) -> None:
