@@ -26,7 +26,8 @@ def adversarial_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = len(list(ADVERSARIAL.iterdir()))
     config = tiny_config(run, generations=1, candidates=rows + MATH_VALIDITY_SEEDS, noise_reruns=0, control="none",
                          train_steps=2, skills=[str(ADVERSARIAL)],
-                         sandbox={"backend": "bwrap", "memory_mb": 4000, "train_timeout_s": 300})
+                         sandbox={"backend": "bwrap", "memory_mb": 4000, "train_timeout_s": 300},
+                         executor={"kind": "local", "parallel": 2})  # backtests two at a time: same verdicts
     res = meta_agent("evolve", "--config", str(config), data_dir=run.parent / "data", timeout=2400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run
