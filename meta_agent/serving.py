@@ -75,6 +75,11 @@ def serving_problem(settings: EvaluatorSettings, cuda: bool | None = None, vllm:
             f"set evaluator.generation: transformers here (or evaluator.server_command to a server you run)")
 
 
+def evaluator_of(settings: Any) -> EvaluatorSettings | None:
+    """A domain's `evaluator:` section; None (in-process) for a plugin's settings that have none."""
+    return getattr(settings, "evaluator", None)
+
+
 def check_serving(settings: EvaluatorSettings | None) -> None:
     """Raise `ServingError` when this machine cannot evaluate with `settings` (None: the default, in-process)."""
     problem = serving_problem(settings) if settings is not None else None

@@ -134,14 +134,14 @@ class CodeDomain:
                  on_progress: Callable[[int], None] | None = None, shard: Shard | None = None) -> CodeEvalResult:
         from meta_agent.inference import evaluator_chat
         from meta_agent.policy import load_for_inference
-        from meta_agent.serving import check_serving
+        from meta_agent.serving import check_serving, evaluator_of
 
         started = time.monotonic()
         s = self.settings
         problems = shard_of(self.problems(split)[:limit], shard, s.eval_batch_size)
         if shard is not None and not problems:
             return empty_shard(self.name, split, policy)  # type: ignore[return-value]
-        evaluator = getattr(self.settings, "evaluator", None)  # (a plugin's settings may not have one)
+        evaluator = evaluator_of(self.settings)
         check_serving(evaluator)  # before loading anything
         model, tok = load_for_inference(policy, root)
         convs = [conversation(p) for p in problems]

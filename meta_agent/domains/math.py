@@ -168,13 +168,13 @@ class MathDomain:
                  on_progress: Any = None, shard: Shard | None = None) -> EvalResult:
         from meta_agent.inference import evaluator_chat
         from meta_agent.policy import load_for_inference
-        from meta_agent.serving import check_serving
+        from meta_agent.serving import check_serving, evaluator_of
 
         started = time.monotonic()
         tasks = shard_of(self.tasks(split)[:limit], shard, self.settings.eval_batch_size)
         if shard is not None and not tasks:
             return empty_shard(self.name, split, policy)
-        evaluator = getattr(self.settings, "evaluator", None)  # (a plugin's settings may not have one)
+        evaluator = evaluator_of(self.settings)
         check_serving(evaluator)  # before loading anything
         model, tok = load_for_inference(policy, root)
         convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]

@@ -37,7 +37,7 @@ from meta_agent.report.lineage_page import write_run_page
 from meta_agent.report.summary import RunSummary, write_summary
 from meta_agent.runinfo import RUN_FILE, RunInfo, default_run_dir, read_run_info, write_run_info
 from meta_agent.sealed import fingerprint, sealed_backend
-from meta_agent.serving import ServingError, serving_problem
+from meta_agent.serving import check_serving, evaluator_of
 from meta_agent.skills.runner import prepare_kit
 from meta_agent.skills.store import SkillSet, default_skill_set
 from meta_agent.stats import Interval, paired_bootstrap_ci
@@ -96,9 +96,8 @@ def _harness(cfg: EvolveConfig, run_dir: Path, repairs: list[str]) -> git.Repo:
 
 def _check_evaluation(cfg: EvolveConfig) -> None:
     """What the run's evaluations need, checked before anything of the run is written."""
-    evaluator = getattr(cfg.domain_settings(), "evaluator", None)
-    if evaluator is not None and cfg.executor.kind == "local" and (problem := serving_problem(evaluator)):
-        raise ServingError(problem)  # evaluations run on this machine (on Ray, each node checks its own)
+    if cfg.executor.kind == "local":  # evaluations run on this machine (on Ray, each node checks its own)
+        check_serving(evaluator_of(cfg.domain_settings()))
     shards = cfg.executor.eval_shards
     if shards > 1 and "shard" not in inspect.signature(DOMAINS.get(cfg.domain).evaluate).parameters:
         raise UserError(f"executor.eval_shards is {shards}, but the {cfg.domain} domain's evaluate takes no "
