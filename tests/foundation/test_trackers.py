@@ -110,3 +110,22 @@ def test_training_skips_the_mlflow_import_unless_it_reports_to_mlflow(tracker: s
 
     env = tracker_env(tracker, tmp_path / "gen-000" / "main")  # type: ignore[arg-type]
     assert (env.get("DISABLE_MLFLOW_INTEGRATION") == "TRUE") == (tracker != "mlflow")
+
+
+def test_the_pinned_trl_honours_the_mlflow_switch(tmp_path: Path) -> None:
+    # The switch is TRL's and transformers' to honour: an upgrade that ignores it would silently bring the cost back.
+    import os
+    import subprocess
+    import sys
+
+    from meta_agent.tracking.sandbox_env import tracker_env
+
+    code = "import sys, trl.extras.profiling; print('mlflow' in sys.modules)"
+    base = {k: v for k, v in os.environ.items() if k != "DISABLE_MLFLOW_INTEGRATION"}
+    imported = {}
+    for tracker in ("mlflow", "none"):
+        env = {**base, **tracker_env(tracker, tmp_path / tracker)}  # type: ignore[arg-type]
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+        imported[tracker] = res.stdout.strip()
+    assert imported == {"mlflow": "True", "none": "False"}
