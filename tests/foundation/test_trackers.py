@@ -105,7 +105,7 @@ def test_a_missing_tracker_package_is_one_clear_error(monkeypatch: pytest.Monkey
 
 @pytest.mark.parametrize("tracker", ["none", "tensorboard", "trackio", "mlflow"])
 def test_training_skips_the_mlflow_import_unless_it_reports_to_mlflow(tracker: str, tmp_path: Path) -> None:
-    # An installed mlflow costs every `harness train` ~2 s of imports through TRL; only an MLflow run needs it.
+    # An installed mlflow costs every `harness train` ~1.6 s of imports through TRL; only an MLflow run needs it.
     from meta_agent.tracking.sandbox_env import tracker_env
 
     env = tracker_env(tracker, tmp_path / "gen-000" / "main")  # type: ignore[arg-type]
