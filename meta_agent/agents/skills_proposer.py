@@ -61,12 +61,15 @@ def _hypothesis(r: Ranked, report: RolloutReport, params: dict[str, Any], follow
                  f"score {r.score:.2f}).",
         evidence_rollouts=rollouts,
         intervention=m.description,
-        kind=m.kind,
+        kind=m.gate_kind,
         predicted_effects=[PredictedEffect.model_validate(e) for e in m.predicted_effects],
         skills_used=[m.name],
         new_labels=list(m.new_labels),
         params=params,
     )
+
+
+_ORDER = {"validity": 0, "measurability": 1, "performance": 2}
 
 
 class SkillsProposer:
@@ -83,15 +86,17 @@ class SkillsProposer:
         return cls(skills=skills, seed=cfg.seed)
 
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
-        """Untried skills whose triggers fire, validity first; then, while slots remain, the next variant
-        of skills this run already tried that have parameter ranges, most promising first."""
+        """Untried skills whose triggers fire, validity first, then measurability, then performance; then,
+        while slots remain, the next variant of skills this run already tried that have parameter ranges,
+        most promising first."""
         ranked = rank(self.skills, ctx.report)
         tried = {r.skill.name: tried_in(ctx.history, r.skill.meta) for r in ranked}
         pool = [r for r in ranked if r.trigger_score > 0 and not tried[r.skill.name]]
         # Seeded shuffle, then a stable sort: equal scores come out in a seed-determined order.
-        # Validity first: fix what the reward measures before optimising against it.
+        # Validity first: fix what the reward measures before optimising against it. Then measurability:
+        # while training does not move the policy, every performance change has a delta of exactly 0.
         random.Random(self.seed + ctx.generation).shuffle(pool)
-        pool.sort(key=lambda r: (r.skill.meta.kind != "validity", -r.score))
+        pool.sort(key=lambda r: (_ORDER[r.skill.meta.kind], -r.score))
         out = [_hypothesis(r, ctx.report, dict(r.skill.meta.params), "") for r in pool[:k]]
         follow_ups = sorted((r for r in ranked if tried[r.skill.name] and r.skill.meta.param_ranges),
                             key=lambda r: -promise(tried[r.skill.name]))

@@ -54,7 +54,7 @@ def trial(skill: Skill, harness_domain: str, *, sandbox: Sandbox, limits: Limits
     main = repo.commit("main").hexsha
     hypothesis = Hypothesis(title=f"Trial of skill {skill.name}"[:100], failure_mode="trial",
                             evidence="publication check on a fresh harness", intervention=skill.meta.description,
-                            kind=skill.meta.kind, skills_used=[skill.name], params=dict(skill.meta.params))
+                            kind=skill.meta.gate_kind, skills_used=[skill.name], params=dict(skill.meta.params))
     commit, outcome = implement(repo=repo, base=main, branch="trial", cand_id=f"trial/{skill.name}",
                                 hypothesis=hypothesis, proposer=_ApplyOnly(skill), sandbox=sandbox, limits=limits,
                                 work=work / "edit", kit_dir=kit_dir, readable=[skill.path], when=None)

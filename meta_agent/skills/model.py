@@ -76,7 +76,10 @@ class SkillMeta(BaseModel):
                       description="lowercase words joined by single hyphens, like its folder")
     description: str = Field(min_length=10, max_length=1024, description="one sentence: when to use it")
     domains: list[DomainTag] = Field(default_factory=lambda: list[DomainTag](["*"]))
-    kind: Literal["validity", "performance"] = "performance"
+    kind: Literal["validity", "measurability", "performance"] = Field(
+        "performance", description="validity: closes a reward hole; measurability: makes training move the "
+                                   "policy at all, so other changes can be measured; performance: the rest. "
+                                   "The offline proposer tries them in this order")
     triggers: list[Trigger] = Field(default_factory=list)
     predicted_effects: list[dict[str, str]] = Field(
         default_factory=list, description="[{metric, direction: up|down}] the skill claims"
@@ -102,6 +105,12 @@ class SkillMeta(BaseModel):
             if len(set(map(repr, values))) != len(values):
                 raise ValueError(f"param_ranges.{key}: a value is listed twice")
         return self
+
+    @property
+    def gate_kind(self) -> Literal["validity", "performance"]:
+        """What a hypothesis built from this skill declares to the gate: a measurability change is judged
+        like any performance change, by its paired selection delta."""
+        return "validity" if self.kind == "validity" else "performance"
 
     def applies_to(self, domain: str) -> bool:
         return "*" in self.domains or domain in self.domains

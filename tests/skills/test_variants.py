@@ -98,3 +98,25 @@ def test_a_record_without_params_counts_as_the_defaults(tmp_path: Path) -> None:
     skills = _library(tmp_path, {"lr-a": "learning_gain"})
     old = [{"skills": ["lr-a"], "verdict": "rejected", "delta": 0.0}]
     assert _propose(skills, old, k=1) == [("lr-a", {"learning_rate": 2e-4})]
+
+
+def _seed_proposals(k: int, **metrics: float) -> list[tuple[str, str]]:
+    """What the offline proposer picks from the seed library for a math report like the efficacy runs':
+    all-zero groups, long truncated completions and a reward the verifier disagrees with."""
+    report = _report("math", {"zero_variance_group": 0.7, "truncated": 0.6, "reward_verifier_disagreement": 0.1},
+                     reward_mean=0.05, truncation_rate=0.7, probes_rewarded=0.5, **metrics)
+    skills = SkillSet(seed=Library.load(seed_skills()))
+    ctx = ProposalContext(run_id="r", generation=1, domain="math", report=report,
+                          harness_dir=Path("/nonexistent"), skills=skills, seed=0, history=[])
+    return [(h.skills_used[0], h.kind) for h in SkillsProposer(skills).propose(ctx, k)]
+
+
+def test_when_training_does_not_move_the_policy_the_learning_rate_comes_right_after_validity() -> None:
+    """The efficacy run's complaint: `learning-rate` fired every generation (noise floor 0) and was always
+    outranked by performance skills whose deltas could only be 0 until it landed."""
+    proposed = _seed_proposals(3, selection_noise=0.0)
+    validity = [name for name, kind in proposed if kind == "validity"]
+    assert len(validity) == 2 and proposed[2] == ("learning-rate", "performance"), proposed
+    assert _seed_proposals(3, selection_noise=0.0)[:1] == proposed[:1], "deterministic for a seed"
+    moved = [name for name, _ in _seed_proposals(6, selection_noise=0.1)]
+    assert "learning-rate" not in moved and len(moved) == 6, "a policy that moves: no learning-rate change"
