@@ -99,6 +99,14 @@ def _project_counts(taskset: str) -> dict[str, dict[str, int]]:
     return rows
 
 
+def _tier_counts(taskset: str) -> dict[str, dict[str, int]]:
+    """Per split, instances per difficulty tier (`none`: imported, or built before tiers)."""
+    from meta_agent.swe.instance import SPLITS
+    from meta_agent.swe.taskset import load_tasks
+
+    return {split: dict(Counter(inst.tier or "none" for inst in load_tasks(split, taskset))) for split in SPLITS}
+
+
 @app.command(name="import")
 def import_(
     file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
@@ -122,14 +130,15 @@ def import_(
 def list_(
     json_: Annotated[bool, typer.Option("--json", help="print JSON (stable keys) instead of tables")] = False,
 ) -> None:
-    """Instance counts per task set, project and split."""
+    """Instance counts per task set, project and split, and per difficulty tier (easy | medium | hard)."""
     from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import list_tasksets, load_tasks
 
     manifests = list_tasksets()
     if json_:
         typer.echo(json.dumps([{"name": m.name, "origin": m.origin, "manifest_hash": m.digest, "counts": m.counts,
-                                "projects": _project_counts(m.name)} for m in manifests], indent=2))
+                                "projects": _project_counts(m.name), "tiers": _tier_counts(m.name)}
+                               for m in manifests], indent=2))
         return
     if not manifests:
         console.print("no task sets yet: `meta-agent tasks build --default` or `meta-agent tasks import FILE`")
@@ -140,6 +149,9 @@ def list_(
             for inst in load_tasks(split, manifest.name):
                 rows.setdefault(inst.project, Counter())[split] += 1
         console.print(_split_table(f"{manifest.name}: {manifest.origin}", rows))
+        tiers = _tier_counts(manifest.name)
+        console.print("  tiers: " + "; ".join(f"{split} " + ", ".join(f"{t} {n}" for t, n in sorted(c.items()))
+                                              for split, c in tiers.items() if c), highlight=False)
         console.print(f"  manifest hash {manifest.digest}", highlight=False)
 
 
@@ -152,7 +164,8 @@ def show(
     from meta_agent.swe.taskset import find_instance, repo_path
 
     inst = find_instance(instance_id)
-    console.print(f"[bold]{inst.instance_id}[/]  split={inst.split}  repo={inst.repo}  base={inst.base_commit[:12]}",
+    console.print(f"[bold]{inst.instance_id}[/]  split={inst.split}  tier={inst.tier or 'none'}  repo={inst.repo}  "
+                  f"base={inst.base_commit[:12]}",
                   highlight=False)
     console.print(f"repository: {repo_path(inst)}", highlight=False)
     setup = inst.test_setup()

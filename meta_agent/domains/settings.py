@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from meta_agent.serving import EvaluatorSettings
 from meta_agent.swe.defaults import DEFAULT_TASKSET
+from meta_agent.swe.difficulty import TIERS, Tier
 
 
 class MathSettings(BaseModel):
@@ -62,4 +63,9 @@ class SweSettings(BaseModel):
     selection_size: int | None = Field(8, ge=1, description="sealed instances per selection evaluation")
     test_size: int | None = Field(8, ge=1, description="sealed instances in the final test evaluation")
     sandbox: str = Field("auto", description="backend for policy commands and test runs of the evaluator")
+    tiers: list[Tier] = Field(
+        default_factory=lambda: list[Tier](TIERS), min_length=1,
+        description="difficulty tiers to draw instances from (easy | medium | hard; `meta-agent tasks list` "
+                    "counts them). Instances without a tier (imported, or built before tiers) are used only "
+                    "when all three are chosen")
     scaffold: ScaffoldSettings = ScaffoldSettings()

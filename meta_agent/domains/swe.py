@@ -24,6 +24,8 @@ from meta_agent.sealed import sealed_backend
 from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.checkout import checkout
 from meta_agent.swe.defaults import DEFAULT_TASKSET
+from meta_agent.swe.difficulty import TIERS, Tier
+from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.taskset import build_default, list_tasksets, load_tasks
 from meta_agent.swe.verdict import evaluate_patch
@@ -58,6 +60,24 @@ def _round_robin(instances: list[SweInstance]) -> list[SweInstance]:
     return out
 
 
+def _in_tiers(instances: list[SweInstance], tiers: list[Tier], taskset: str, split: Split) -> list[SweInstance]:
+    """The instances of the chosen tiers; all of them (tiered or not) when every tier is chosen."""
+    if set(tiers) >= set(TIERS):
+        return instances
+    chosen = [i for i in instances if i.tier in tiers]
+    if not chosen and instances:
+        untiered = sum(i.tier is None for i in instances)
+        why = (f"{untiered} of its {len(instances)} instances have no tier (imported, or built before tiers: "
+               f"rebuild with `meta-agent tasks build`)" if untiered else "it has none of them")
+        raise SweTaskError(f"swe.tiers {tiers}: task set {taskset!r} has no {split} instance of these tiers; {why}")
+    return chosen
+
+
+def _difficulty(inst: SweInstance) -> int:
+    """1 easy, 2 medium, 3 hard; for an instance without a tier, its count of failing tests (at most 3)."""
+    return TIERS.index(inst.tier) + 1 if inst.tier else min(3, len(inst.FAIL_TO_PASS))
+
+
 class SweDomain:
     name = "swe"
     invalid_labels: tuple[str, ...] = ("reward_verifier_disagreement", "tests_edited")
@@ -82,7 +102,8 @@ class SweDomain:
                 build_default(sandbox=self.settings.sandbox)
             size = {"train": self.settings.train_size, "selection": self.settings.selection_size,
                     "test": self.settings.test_size}[split]
-            self._instances[split] = _round_robin(load_tasks(split, name))[:size]
+            chosen = _in_tiers(load_tasks(split, name), self.settings.tiers, name, split)
+            self._instances[split] = _round_robin(chosen)[:size]
         return self._instances[split]
 
     def _by_id(self) -> dict[str, SweInstance]:
@@ -100,7 +121,7 @@ class SweDomain:
                     "pytest_args": setup.pytest_args, "test_timeout_s": setup.timeout_s,
                     "gold_files": _files(inst.patch)}
         return Task(id=inst.instance_id, prompt=inst.problem_statement, answer="", source=inst.repo,
-                    difficulty=min(3, len(inst.FAIL_TO_PASS)), metadata=meta)
+                    difficulty=_difficulty(inst), metadata=meta)
 
     def export_train(self, inputs_dir: Path) -> list[Task]:
         """One tar archive of the buggy tree per train instance, beside the tasks file."""

@@ -26,6 +26,7 @@ from meta_agent.fsutil import atomic_write_text
 from meta_agent.progress import progress_bar
 from meta_agent.sealed import sealed_backend
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
+from meta_agent.swe.difficulty import bug_site, names_function, tier
 from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup
@@ -252,6 +253,8 @@ class ProjectBuilder:
             bug = self.repo.commit_file(self.base, m.file, m.apply(original), f"Inject bug {m.id}",
                                         f"{BUG_BRANCH_PREFIX}{m.id}")
         patch = self.repo.diff(bug, self.base)
+        site = bug_site(self.repo.read(self.base, m.file), m.line)
+        named = names_function(site.function, rec.fail_to_pass)
         project = self.repo_name.split("/", 1)[1]
         statement = write_problem_statement(project, rec.fail_to_pass, rec.messages,
                                             forbidden=changed_lines(patch))
@@ -260,7 +263,9 @@ class ProjectBuilder:
             problem_statement=statement, FAIL_TO_PASS=rec.fail_to_pass, PASS_TO_PASS=rec.pass_to_pass,
             version=self.version, environment_setup_commit=self.base,
             setup=self.setup.model_copy(update={"timeout_s": self.instance_timeout(base)}),
-            mutation=MutationInfo(operator=m.operator, file=m.file, line=m.line),
+            mutation=MutationInfo(operator=m.operator, file=m.file, line=m.line, function=site.function,
+                                  function_lines=site.lines, test_names_function=named,
+                                  tier=tier(m.operator, site.lines, named, len(rec.fail_to_pass))),
         )
         return instance
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from meta_agent.fsutil import atomic_write_lines
+from meta_agent.swe.difficulty import Tier
 from meta_agent.swe.errors import SweTaskError
 
 PRIVATE_FIELDS = frozenset({"mutation"})
@@ -49,6 +50,13 @@ class MutationInfo(BaseModel):
     operator: str
     file: str
     line: int
+    function: str | None = None
+    """The innermost function holding the bug (None at module level, or for instances built before)."""
+    function_lines: int | None = None
+    test_names_function: bool | None = None
+    """A FAIL_TO_PASS test id names that function."""
+    tier: Tier | None = None
+    """easy | medium | hard (meta_agent/swe/difficulty.py); None for instances built before tiers."""
 
 
 class SweInstance(BaseModel):
@@ -96,6 +104,11 @@ class SweInstance(BaseModel):
     def project(self) -> str:
         """The repo without the owner, used to group instances for splits and listings."""
         return self.repo.split("/", 1)[-1]
+
+    @property
+    def tier(self) -> Tier | None:
+        """Its difficulty tier, when it was built here (imported instances have none)."""
+        return self.mutation.tier if self.mutation else None
 
     def test_setup(self) -> TestSetup:
         return self.setup or TestSetup()
