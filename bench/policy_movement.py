@@ -10,11 +10,14 @@ change can pass, whatever it is. This measures, on the selection split, after ea
               paired delta between them is made of (0 discordant pairs = a delta of exactly 0)
 
     python bench/policy_movement.py             # SmolLM2: the template, lr 1e-4, lr 1e-4 + one group of 8
-    python bench/policy_movement.py --chunks 8 8 8 8 --arms template: lr2e-4:rl.learning_rate=2e-4
+    python bench/policy_movement.py --steps 8 16 32 --arms template: lr2e-4:rl.learning_rate=2e-4
 
-An arm is NAME:KEY=VALUE,KEY=VALUE (harness.yaml settings; none = the template harness). Each chunk
-continues from the previous chunk's checkpoint (`meta-agent rollout --policy CKPT`). Results (every
-evaluation's per-task answers, the table) go to --out; a re-run with the same --out keeps finished chunks.
+An arm is NAME:KEY=VALUE,KEY=VALUE (harness.yaml settings; none = the template harness). Each step count
+is its own run from the initial policy with the same seed (a run's checkpoint cannot be the next run's
+starting policy: a checkpoint must stand on the model its run started from), so the 8-step run is the
+first 8 steps of the 24-step one except for the learning-rate schedule, which decays over the run.
+Results (every evaluation's per-task answers, the table) go to --out; a re-run with the same --out keeps
+finished runs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -87,7 +91,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--policy", default="smollm2")
     ap.add_argument("--arms", nargs="+", default=DEFAULT_ARMS, help="NAME:KEY=VALUE,... (harness.yaml settings)")
-    ap.add_argument("--chunks", type=int, nargs="+", default=[8, 8, 8], help="GRPO steps of each chunk")
+    ap.add_argument("--steps", type=int, nargs="+", default=[8, 24], help="GRPO steps of each run")
     ap.add_argument("--limit", type=int, default=30, help="selection tasks evaluated")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "policy-movement")
@@ -104,15 +108,15 @@ def main() -> None:
     scores: dict[tuple[str, int], dict[str, float]] = {}
     rows: list[tuple[str, int, int, float]] = [("initial", 0, 0, base.score.mean)]
     for name, settings in arms:
-        harness, policy, steps = _harness(out, name, settings), args.policy, 0
-        for n, chunk in enumerate(args.chunks):
-            steps += chunk
+        harness = _harness(out, name, settings)
+        for steps in args.steps:
             run = out / f"{name}-step{steps}"
             if not (run / "train" / "report.json").is_file():
-                _meta_agent(out, "rollout", "--config", str(config), "--harness", str(harness), "--policy", policy,
-                            "--steps", str(chunk), "--seed", str(args.seed + n), "--run-dir", str(run))
-            policy = str(run / "train" / "checkpoint")
-            result = _evaluate(out, config, policy, run / "eval.json", args.limit)
+                if run.exists():
+                    shutil.rmtree(run)  # a killed run starts over
+                _meta_agent(out, "rollout", "--config", str(config), "--harness", str(harness), "--policy",
+                            args.policy, "--steps", str(steps), "--seed", str(args.seed), "--run-dir", str(run))
+            result = _evaluate(out, config, str(run / "train" / "checkpoint"), run / "eval.json", args.limit)
             moved = sum(r.completion != first.get(r.task_id) for r in result.results)
             scores[(name, steps)] = result.per_task()
             rows.append((name, steps, moved, result.score.mean))
