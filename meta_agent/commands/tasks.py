@@ -87,24 +87,20 @@ def build(
     console.print(f"wrote {out}; to use it: [bold]meta-agent tasks import {out} --name NAME[/]")
 
 
-def _project_counts(taskset: str) -> dict[str, dict[str, int]]:
+def _counts(taskset: str) -> tuple[dict[str, Counter[str]], dict[str, Counter[str]]]:
+    """Per project, instances per split; per split, instances per difficulty tier (`none`: imported, or
+    built before tiers). Each split file is read (and hash-checked) once."""
     from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import load_tasks
 
-    rows: dict[str, dict[str, int]] = {}
+    projects: dict[str, Counter[str]] = {}
+    tiers: dict[str, Counter[str]] = {}
     for split in SPLITS:
+        tiers[split] = Counter()
         for inst in load_tasks(split, taskset):
-            counts = rows.setdefault(inst.project, dict.fromkeys(SPLITS, 0))
-            counts[split] += 1
-    return rows
-
-
-def _tier_counts(taskset: str) -> dict[str, dict[str, int]]:
-    """Per split, instances per difficulty tier (`none`: imported, or built before tiers)."""
-    from meta_agent.swe.instance import SPLITS
-    from meta_agent.swe.taskset import load_tasks
-
-    return {split: dict(Counter(inst.tier or "none" for inst in load_tasks(split, taskset))) for split in SPLITS}
+            projects.setdefault(inst.project, Counter())[split] += 1
+            tiers[split][inst.tier or "none"] += 1
+    return projects, tiers
 
 
 @app.command(name="import")
@@ -132,24 +128,24 @@ def list_(
 ) -> None:
     """Instance counts per task set, project and split, and per difficulty tier (easy | medium | hard)."""
     from meta_agent.swe.instance import SPLITS
-    from meta_agent.swe.taskset import list_tasksets, load_tasks
+    from meta_agent.swe.taskset import list_tasksets
 
     manifests = list_tasksets()
     if json_:
-        typer.echo(json.dumps([{"name": m.name, "origin": m.origin, "manifest_hash": m.digest, "counts": m.counts,
-                                "projects": _project_counts(m.name), "tiers": _tier_counts(m.name)}
-                               for m in manifests], indent=2))
+        rows = []
+        for m in manifests:
+            projects, tiers = _counts(m.name)
+            rows.append({"name": m.name, "origin": m.origin, "manifest_hash": m.digest, "counts": m.counts,
+                         "projects": {p: {s: c[s] for s in SPLITS} for p, c in projects.items()},
+                         "tiers": {s: dict(c) for s, c in tiers.items()}})
+        typer.echo(json.dumps(rows, indent=2))
         return
     if not manifests:
         console.print("no task sets yet: `meta-agent tasks build --default` or `meta-agent tasks import FILE`")
         return
     for manifest in manifests:
-        rows: dict[str, Counter[str]] = {}
-        for split in SPLITS:
-            for inst in load_tasks(split, manifest.name):
-                rows.setdefault(inst.project, Counter())[split] += 1
-        console.print(_split_table(f"{manifest.name}: {manifest.origin}", rows))
-        tiers = _tier_counts(manifest.name)
+        projects, tiers = _counts(manifest.name)
+        console.print(_split_table(f"{manifest.name}: {manifest.origin}", projects))
         console.print("  tiers: " + "; ".join(f"{split} " + ", ".join(f"{t} {n}" for t, n in sorted(c.items()))
                                               for split, c in tiers.items() if c), highlight=False)
         console.print(f"  manifest hash {manifest.digest}", highlight=False)
