@@ -26,7 +26,7 @@ from meta_agent.fsutil import atomic_write_text
 from meta_agent.progress import progress_bar
 from meta_agent.sealed import sealed_backend
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
-from meta_agent.swe.difficulty import bug_site, names_function, tier
+from meta_agent.swe.difficulty import bug_site, names_function
 from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup
@@ -264,8 +264,7 @@ class ProjectBuilder:
             version=self.version, environment_setup_commit=self.base,
             setup=self.setup.model_copy(update={"timeout_s": self.instance_timeout(base)}),
             mutation=MutationInfo(operator=m.operator, file=m.file, line=m.line, function=site.function,
-                                  function_lines=site.lines, test_names_function=named,
-                                  tier=tier(m.operator, site.lines, named, len(rec.fail_to_pass))),
+                                  function_lines=site.lines, test_names_function=named),
         )
         return instance
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from meta_agent.fsutil import atomic_write_lines
-from meta_agent.swe.difficulty import Tier
+from meta_agent.swe.difficulty import Tier, tier
 from meta_agent.swe.errors import SweTaskError
 
 PRIVATE_FIELDS = frozenset({"mutation"})
@@ -54,9 +54,7 @@ class MutationInfo(BaseModel):
     """The innermost function holding the bug (None at module level, or for instances built before)."""
     function_lines: int | None = None
     test_names_function: bool | None = None
-    """A FAIL_TO_PASS test id names that function."""
-    tier: Tier | None = None
-    """easy | medium | hard (meta_agent/swe/difficulty.py); None for instances built before tiers."""
+    """A FAIL_TO_PASS test id names that function; None for instances built before difficulty was recorded."""
 
 
 class SweInstance(BaseModel):
@@ -107,8 +105,12 @@ class SweInstance(BaseModel):
 
     @property
     def tier(self) -> Tier | None:
-        """Its difficulty tier, when it was built here (imported instances have none)."""
-        return self.mutation.tier if self.mutation else None
+        """Its difficulty tier (meta_agent/swe/difficulty.py), derived from its bug's recorded facts; None for
+        imported instances and those built before the facts were recorded."""
+        m = self.mutation
+        if m is None or m.test_names_function is None:
+            return None
+        return tier(m.operator, m.function_lines, m.test_names_function, len(self.FAIL_TO_PASS))
 
     def test_setup(self) -> TestSetup:
         return self.setup or TestSetup()

@@ -83,22 +83,27 @@ def test_the_docs_state_the_thresholds_the_code_uses() -> None:
 def test_built_instances_carry_their_difficulty(calc_instances: list[SweInstance]) -> None:
     for inst in calc_instances:
         m = inst.mutation
-        assert m is not None and m.tier is not None and inst.tier == m.tier
+        assert m is not None and inst.tier is not None
         assert m.function and m.function_lines and m.function_lines < 20, "calc.py's functions are all short"
         assert m.test_names_function == names_function(m.function, inst.FAIL_TO_PASS)
-        assert m.tier == tier(m.operator, m.function_lines, bool(m.test_names_function), len(inst.FAIL_TO_PASS))
+        assert inst.tier == tier(m.operator, m.function_lines, m.test_names_function, len(inst.FAIL_TO_PASS))
     assert {i.tier for i in calc_instances} - {"easy", "medium"} == set()
 
 
 def _tiered(calc_instances: list[SweInstance]) -> list[SweInstance]:
-    """calc's instances, the first half relabelled easy, the rest hard, all in every split."""
+    """calc's instances, the first half made easy (a one-token bug in a 5-line function a test names),
+    the rest hard (a 50-line function), all in every split."""
+    easy = {"operator": "compare_op", "function_lines": 5, "test_names_function": True}
+    hard = {"function_lines": HARD_MIN_LINES + 10, "test_names_function": False}
     out = []
     for n, inst in enumerate(calc_instances):
         assert inst.mutation is not None
-        mutation = inst.mutation.model_copy(update={"tier": "easy" if n % 2 == 0 else "hard"})
+        mutation = inst.mutation.model_copy(update=easy if n % 2 == 0 else hard)
         for split in ("train", "selection", "test"):
             out.append(inst.model_copy(update={"mutation": mutation, "split": split,
+                                               "FAIL_TO_PASS": inst.FAIL_TO_PASS[:1],
                                                "instance_id": f"{inst.instance_id}-{split}"}))
+    assert {i.tier for i in out} == {"easy", "hard"}
     return out
 
 
