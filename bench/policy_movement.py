@@ -2,7 +2,7 @@
 
 The gate compares a candidate with main by their sealed selection scores after the same training. If
 neither run changed any greedy answer of the initial policy, every delta is exactly 0 and no performance
-change can pass, whatever it is. This measures, on the selection split, after each chunk of steps:
+change can pass, whatever it is. This measures, on the selection split, after each run:
 
   moved       tasks whose greedy completion differs from the initial policy's
   accuracy    selection accuracy
@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import yaml
@@ -37,19 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from meta_agent.domains.base import EvalResult  # noqa: E402
+from meta_agent.efficacy.arms import run_meta_agent  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.gitops import init_harness  # noqa: E402
 from meta_agent.skills.kit import set_setting  # noqa: E402
 
 
-def _meta_agent(out: Path, *args: str) -> float:
-    started = time.monotonic()
-    env = {**os.environ, "META_AGENT_DATA": str(out / "data")}  # its own sealed splits, not the user's
-    done = subprocess.run([sys.executable, "-m", "meta_agent", *args], capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"`meta-agent {' '.join(args)}` failed (exit {done.returncode}):\n"
-                         f"{(done.stderr or done.stdout)[-3000:]}")
-    return time.monotonic() - started
+def _meta_agent(out: Path, *args: str) -> None:
+    run_meta_agent(*args, data=out / "data", who="policy movement")  # its own sealed splits, not the user's
 
 
 DEFAULT_ARMS = ["template:", "lr1e-4:rl.learning_rate=1e-4",

@@ -64,6 +64,18 @@ def generation_time(run_dir: Path) -> dict[str, float]:
     return total
 
 
+def run_meta_agent(*args: str, data: Path, who: str) -> float:
+    """`meta-agent ARGS` in a subprocess with its own user data dir (skills, sealed splits); its wall seconds.
+    A failure is a UserError with the command and the tail of its output."""
+    started = time.monotonic()
+    env = {**os.environ, "META_AGENT_DATA": str(data)}
+    done = subprocess.run([sys.executable, "-m", "meta_agent", *args], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise UserError(f"{who}: `meta-agent {' '.join(args)}` failed (exit {done.returncode}):\n"
+                        f"{(done.stderr or done.stdout)[-3000:]}")
+    return time.monotonic() - started
+
+
 class SeedArms:
     def __init__(self, out: Path, evolve_config: Path, run_config: Path, seed: int, domain: str,
                  test_limit: int | None, log: Callable[[str], None] = print) -> None:
@@ -76,17 +88,10 @@ class SeedArms:
         self.results.mkdir(parents=True, exist_ok=True)
 
     def _meta_agent(self, *args: str) -> float:
-        started = time.monotonic()
-        cmd = [sys.executable, "-m", "meta_agent", *args]
         self.log(f"seed {self.seed}: meta-agent {' '.join(args)}")
         # Each seed has its own user data (skills library and evidence): what one seed's search learned must
         # not steer another's, nor your own library steer the benchmark.
-        env = {**os.environ, "META_AGENT_DATA": str(self.dir / "data")}
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if done.returncode != 0:
-            raise UserError(f"seed {self.seed}: `meta-agent {' '.join(args)}` failed (exit {done.returncode}):\n"
-                            f"{(done.stderr or done.stdout)[-3000:]}")
-        return time.monotonic() - started
+        return run_meta_agent(*args, data=self.dir / "data", who=f"seed {self.seed}")
 
     def run(self) -> SeedRun:
         timing_file = self.dir / "wall.json"
