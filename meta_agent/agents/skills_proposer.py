@@ -13,7 +13,7 @@ from typing import Any
 from meta_agent.agents.base import Hypothesis, Implementation, Outcome, PredictedEffect, ProposalContext, Workspace
 from meta_agent.config import EvolveConfig
 from meta_agent.report.rollout_report import RolloutReport
-from meta_agent.skills.model import SkillMeta
+from meta_agent.skills.model import KINDS, SkillMeta
 from meta_agent.skills.retrieve import Ranked, rank, trigger_match
 from meta_agent.skills.runner import run_apply
 from meta_agent.skills.store import SkillSet
@@ -69,9 +69,6 @@ def _hypothesis(r: Ranked, report: RolloutReport, params: dict[str, Any], follow
     )
 
 
-_ORDER = {"validity": 0, "measurability": 1, "performance": 2}
-
-
 class SkillsProposer:
     """Matches report triggers to skills; implements a hypothesis by running the skill's apply.py."""
 
@@ -96,7 +93,7 @@ class SkillsProposer:
         # Validity first: fix what the reward measures before optimising against it. Then measurability:
         # while training does not move the policy, every performance change has a delta of exactly 0.
         random.Random(self.seed + ctx.generation).shuffle(pool)
-        pool.sort(key=lambda r: (_ORDER[r.skill.meta.kind], -r.score))
+        pool.sort(key=lambda r: (KINDS.index(r.skill.meta.kind), -r.score))
         out = [_hypothesis(r, ctx.report, dict(r.skill.meta.params), "") for r in pool[:k]]
         follow_ups = sorted((r for r in ranked if tried[r.skill.name] and r.skill.meta.param_ranges),
                             key=lambda r: -promise(tried[r.skill.name]))

@@ -70,13 +70,18 @@ class Evidence(BaseModel):
         return self.verdict != "not_applicable"
 
 
+SkillKind = Literal["validity", "measurability", "performance"]
+KINDS: tuple[SkillKind, ...] = ("validity", "measurability", "performance")
+"""In the order the offline proposer tries triggered skills."""
+
+
 class SkillMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=SKILL_NAME, min_length=2, max_length=64,
                       description="lowercase words joined by single hyphens, like its folder")
     description: str = Field(min_length=10, max_length=1024, description="one sentence: when to use it")
     domains: list[DomainTag] = Field(default_factory=lambda: list[DomainTag](["*"]))
-    kind: Literal["validity", "measurability", "performance"] = Field(
+    kind: SkillKind = Field(
         "performance", description="validity: closes a reward hole; measurability: makes training move the "
                                    "policy at all, so other changes can be measured; performance: the rest. "
                                    "The offline proposer tries them in this order")
