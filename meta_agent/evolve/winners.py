@@ -28,6 +28,7 @@ from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
 from meta_agent.skills.store import UnknownSkill, load_skill
+from meta_agent.skills.variants import params_of
 from meta_agent.training import TrainedRun
 from meta_agent.verdicts import Verdict
 
@@ -115,7 +116,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
                       commit=(created.commit if created and created.commit else main_before),
                       domain=ctx.domain.name, metric="selection_delta" if v.kind == "performance" else "validity",
                       delta=v.delta, ci=v.ci, verdict=evidence_verdict(v), stage=v.stage,
-                      date=time.strftime("%Y-%m-%d"), params=h.params)
+                      date=time.strftime("%Y-%m-%d"), params=params_of(h.params, h.skills_used, name))
         try:
             if record_evidence(ctx.skills, name, ev, ctx.cfg.retire_after):
                 retired.append(name)

@@ -85,6 +85,10 @@ class SkillMeta(BaseModel):
         "performance", description="validity: closes a reward hole; measurability: makes training move the "
                                    "policy at all, so other changes can be measured; performance: the rest. "
                                    "The offline proposer tries them in this order")
+    training_setting: bool = Field(
+        False, description="it only changes how the policy is trained (a harness.yaml `rl` or `curriculum` "
+                           "setting), not what is rewarded, filtered or measured: while training does not move "
+                           "the policy, the offline proposer tries the triggered ones together, as one recipe")
     triggers: list[Trigger] = Field(default_factory=list)
     predicted_effects: list[dict[str, str]] = Field(
         default_factory=list, description="[{metric, direction: up|down}] the skill claims"

@@ -39,6 +39,14 @@ def variants(meta: SkillMeta) -> list[dict[str, Any]]:
     return out
 
 
+def params_of(params: dict[str, Any], skills: list[str], name: str) -> dict[str, Any]:
+    """The parameters skill `name` used in a hypothesis: a recipe (several skills applied together, see
+    agents/skills_proposer.py) keeps each skill's under its name; a one-skill hypothesis's are its own."""
+    if len(skills) > 1 and isinstance(params.get(name), dict):
+        return dict(params[name])
+    return dict(params)
+
+
 @dataclass(frozen=True)
 class Tried:
     """One verdict of this run on a variant of a skill."""
@@ -53,8 +61,9 @@ def tried_in(history: list[dict[str, Any]], meta: SkillMeta) -> list[Tried]:
     existed, or of a skill without parameters, used the skill's defaults)."""
     out = []
     for h in history:
-        if meta.name in h.get("skills", []) and h.get("verdict") in ("promoted", "rejected"):
-            params = h.get("params") or dict(meta.params)
+        skills = list(h.get("skills", []))
+        if meta.name in skills and h.get("verdict") in ("promoted", "rejected"):
+            params = params_of(h.get("params") or {}, skills, meta.name) or dict(meta.params)
             delta = h.get("delta")
             out.append(Tried(params=params, verdict=str(h["verdict"]),
                              delta=float(delta) if isinstance(delta, int | float) else None))

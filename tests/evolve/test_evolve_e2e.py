@@ -9,10 +9,13 @@ from typing import Any
 
 import git
 import pytest
+import yaml
 
 from meta_agent.gitops import read_note, trailers
 from meta_agent.journal import EVENT_TYPES
 from meta_agent.lineage import check_against_git, query, rebuild_index
+from meta_agent.paths import seed_skills
+from meta_agent.skills.store import load_skill
 from meta_agent.verdicts import STAGE_ORDER
 from tests.conftest import journal
 
@@ -128,3 +131,18 @@ def test_each_generation_leaves_an_evidence_folder_with_every_rollout_and_nothin
     sealed = [t for split in ("selection", "test") for t in math.tasks(split)]
     assert not [t.id for t in sealed if t.id in text], "no sealed task's id in the evidence"
     assert not [t.prompt for t in sealed if f'"prompt": {json.dumps(t.prompt)}' in text], "nor its prompt"
+
+
+def test_a_recipe_candidate_applies_every_member_and_each_skill_records_its_own_params(reference_run: Path) -> None:
+    """The tiny policy does not move in 1 step (noise floor 0): generation 1 tries the triggered training
+    settings as one candidate, and each member's evidence names only its own parameters."""
+    recipe = next(c for c in _data(reference_run, "candidate_created") if len(c["skills"]) > 1)
+    assert recipe["skills"][0] == "learning-rate" and recipe["ok"]
+    config = yaml.safe_load(git.Repo(reference_run / "harness").git.show(f"{recipe['commit']}:harness.yaml"))
+    assert config["rl"]["learning_rate"] == 1e-4 and config["curriculum"]["strategy"] == "easy_first"
+    overlay = reference_run.parent / "data" / "skills" / ".overlay"
+    for name in recipe["skills"]:
+        evidence = yaml.safe_load((overlay / f"{name}.yaml").read_text())["evidence"]
+        mine = [e for e in evidence if e["commit"] == recipe["commit"]]
+        own = load_skill(seed_skills() / name).meta.params
+        assert len(mine) == 1 and mine[0]["params"] == own, f"{name}: {mine}"
