@@ -1,7 +1,7 @@
 """The offline proposer: applies active skills whose triggers match the report's failure modes, then
 searches the parameter ranges of the skills it tried (meta_agent/skills/variants.py).
 
-While training does not move the policy (a measurability skill fires: the selection noise floor is 0),
+While training does not move the policy (a measurability skill fires: the selection noise floor is near 0),
 the triggered training settings (`training_setting` skills: learning rate, group size, clip range,
 masking, curriculum) are proposed as one recipe, applied together in one candidate. Measured on SmolLM2
 math (bench/results/policy-movement*), each of them alone changed 0 to 2 of 30 selection scores after
