@@ -1,5 +1,7 @@
 """The search on the tiny policy, one run for all three checks (the run is the slow part): its only skills
-are `learning-rate` and `group-size`, with the confirmation rung and one archive parent per generation.
+are `group-size` and `difficulty-curriculum`, with the confirmation rung and one archive parent per
+generation. (No measurability skill is active, so the two training settings are not proposed as one
+recipe: tests/skills/test_recipe.py and tests/evolve/test_evolve_e2e.py cover recipes.)
 
 - Parameter variants: generation 0 tries each skill's default; with nothing untried left, generation 1
   tries the next value of their ranges instead of proposing nothing.
@@ -47,7 +49,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data, run_dir = root / "data", root / "run"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("META_AGENT_DATA", str(data))
-        only({"learning-rate", "group-size"}, data)
+        only({"group-size", "difficulty-curriculum"}, data)
     config = tiny_config(run_dir, generations=2, candidates=2, train_steps=STEPS, confirm_steps=CONFIRM,
                          archive_parents=1, noise_reruns=1, control="none", skills=[],
                          executor={"kind": "local", "parallel": 2})  # backtests two at a time: same decisions
@@ -71,17 +73,19 @@ def test_the_second_generation_searches_the_ranges_of_the_skills_the_first_tried
     def variant(skill: str, **params: object) -> tuple[str, str]:
         return skill, json.dumps(params, sort_keys=True)
 
-    assert _tried(run, 0) == {variant("learning-rate", learning_rate=1e-4), variant("group-size", group_size=8)}
-    assert _tried(run, 1) == {variant("learning-rate", learning_rate=2e-4), variant("group-size", group_size=2)}, \
+    assert _tried(run, 0) == {variant("difficulty-curriculum", strategy="easy_first"),
+                              variant("group-size", group_size=8)}
+    assert _tried(run, 1) == {variant("difficulty-curriculum", strategy="pass_rate"),
+                              variant("group-size", group_size=2)}, \
         "with every triggered skill tried, the next values of their ranges"
     repo = git.Repo(run / "harness")
     created = {c["title"]: c for c in journal(run, CandidateCreated) if c["gen"] == 1}
-    lr = created["Apply skill learning-rate (learning_rate=0.0002)"]
-    harness = yaml.safe_load(repo.git.show(f"{lr['commit']}:harness.yaml"))
-    assert harness["rl"]["learning_rate"] == pytest.approx(2e-4), "the candidate's harness holds the variant"
+    curriculum = created["Apply skill difficulty-curriculum (strategy=pass_rate)"]
+    harness = yaml.safe_load(repo.git.show(f"{curriculum['commit']}:harness.yaml"))
+    assert harness["curriculum"]["strategy"] == "pass_rate", "the candidate's harness holds the variant"
     monkeypatch.setenv("META_AGENT_DATA", str(run.parent / "data"))
-    evidence = default_skill_set().get("learning-rate").meta.evidence
-    assert [e.params for e in evidence] == [{"learning_rate": 1e-4}, {"learning_rate": 2e-4}], \
+    evidence = default_skill_set().get("group-size").meta.evidence
+    assert [e.params for e in evidence] == [{"group_size": 8}, {"group_size": 2}], \
         "each variant's test is recorded on the skill with its parameters"
 
 
@@ -101,14 +105,15 @@ def test_a_candidate_builds_on_an_archived_one_of_another_skill(run: Path) -> No
             assert repo.is_ancestor(parent["commit"], child["commit"]), "the archived change is in the candidate"
             assert repo.is_ancestor(base, child["commit"]) and len(repo.commit(base).parents) == 2
             assert not repo.is_ancestor(parent["commit"], repo.commit("main")), "main got nothing that was not promoted"
-            def rl(commit: str) -> dict[str, object]:
-                return dict(yaml.safe_load(repo.git.show(f"{commit}:harness.yaml"))["rl"])
-            main_rl, parent_rl, child_rl = rl(repo.commit(base).parents[0].hexsha), rl(parent["commit"]), \
-                rl(child["commit"])
-            archived_change = {key: v for key, v in parent_rl.items() if main_rl.get(key) != v}
-            assert archived_change and all(child_rl[key] == v for key, v in archived_change.items()), \
+            def settings(commit: str) -> dict[str, object]:
+                config = yaml.safe_load(repo.git.show(f"{commit}:harness.yaml"))
+                return {f"{section}.{key}": v for section in ("rl", "curriculum") for key, v in config[section].items()}
+            on_main, in_parent, in_child = (settings(repo.commit(base).parents[0].hexsha), settings(parent["commit"]),
+                                            settings(child["commit"]))
+            archived_change = {key: v for key, v in in_parent.items() if on_main.get(key) != v}
+            assert archived_change and all(in_child[key] == v for key, v in archived_change.items()), \
                 "the candidate holds the archived change"
-            assert child_rl != parent_rl, "and its own change on top"
+            assert in_child != in_parent, "and its own change on top"
 
 
 def _lines(path: Path) -> int:
