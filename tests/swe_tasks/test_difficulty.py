@@ -86,7 +86,6 @@ def test_built_instances_carry_their_difficulty(calc_instances: list[SweInstance
         assert m is not None and inst.tier is not None
         assert m.function and m.function_lines and m.function_lines < 20, "calc.py's functions are all short"
         assert m.test_names_function == names_function(m.function, inst.FAIL_TO_PASS)
-        assert inst.tier == tier(m.operator, m.function_lines, m.test_names_function, len(inst.FAIL_TO_PASS))
     assert {i.tier for i in calc_instances} - {"easy", "medium"} == set()
 
 
