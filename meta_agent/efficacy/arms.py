@@ -25,6 +25,7 @@ from meta_agent.errors import UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.journal import CandidateCreated, GenerationDone, Merged
+from meta_agent.sealed import SECRET_ENV
 
 ARMS = ("evolved", "static", "reference", "static_total")
 
@@ -66,9 +67,13 @@ def generation_time(run_dir: Path) -> dict[str, float]:
 
 def run_meta_agent(*args: str, data: Path, who: str) -> float:
     """`meta-agent ARGS` in a subprocess with its own user data dir (skills, sealed splits); its wall seconds.
-    A failure is a UserError with the command and the tail of its output."""
+    A failure is a UserError with the command and the tail of its output.
+
+    The sealed splits come from the secret in `data`, never from `META_AGENT_SEALED_SECRET`: a benchmark
+    resumed in a shell where that variable is set (or set differently) would otherwise score its later
+    arms on other selection and test tasks than its earlier ones, and every paired delta would be void."""
     started = time.monotonic()
-    env = {**os.environ, "META_AGENT_DATA": str(data)}
+    env = {k: v for k, v in os.environ.items() if k != SECRET_ENV} | {"META_AGENT_DATA": str(data)}
     done = subprocess.run([sys.executable, "-m", "meta_agent", *args], capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise UserError(f"{who}: `meta-agent {' '.join(args)}` failed (exit {done.returncode}):\n"
