@@ -17,7 +17,8 @@ is its own run from the initial policy with the same seed (a run's checkpoint ca
 starting policy: a checkpoint must stand on the model its run started from), so the 8-step run is the
 first 8 steps of the 24-step one except for the learning-rate schedule, which decays over the run.
 Results (every evaluation's per-task answers, the table) go to --out; a re-run with the same --out keeps
-finished runs.
+finished runs, and a re-run with another --limit scores the same checkpoints on a selection set of that size
+(eval-<limit>.json, table-<limit>.md): evaluating is cheap next to training.
 """
 
 from __future__ import annotations
@@ -94,7 +95,9 @@ def main() -> None:
     atomic_write_text(config, yaml.safe_dump({"domain": "math", "policy": args.policy,
                                               "math": {"train_size": 200, "selection_size": args.limit,
                                                        "test_size": 60}}))
-    base = _evaluate(out, config, args.policy, out / "eval-step0.json", args.limit)
+    # Each --limit is its own selection set (drawn at that size): its evaluations and table are kept apart.
+    suffix = "" if args.limit == 30 else f"-{args.limit}"
+    base = _evaluate(out, config, args.policy, out / f"eval-step0{suffix}.json", args.limit)
     first = {r.task_id: r.completion for r in base.results}
     arms = [_arm(spec) for spec in args.arms]
     scores: dict[tuple[str, int], dict[str, float]] = {}
@@ -108,7 +111,7 @@ def main() -> None:
                     shutil.rmtree(run)  # a killed run starts over
                 _meta_agent(out, "rollout", "--config", str(config), "--harness", str(harness), "--policy",
                             args.policy, "--steps", str(steps), "--seed", str(args.seed), "--run-dir", str(run))
-            result = _evaluate(out, config, str(run / "train" / "checkpoint"), run / "eval.json", args.limit)
+            result = _evaluate(out, config, str(run / "train" / "checkpoint"), run / f"eval{suffix}.json", args.limit)
             moved = sum(r.completion != first.get(r.task_id) for r in result.results)
             scores[(name, steps)] = result.per_task()
             rows.append((name, steps, moved, result.score.mean))
@@ -122,8 +125,8 @@ def main() -> None:
             pair = str(sum(a[t] != b.get(t) for t in a))
         table.append(f"| {name} | {steps} | {moved} | {acc:.3f} | {pair} |")
     text = "\n".join(table)
-    atomic_write_text(out / "table.md", text + "\n")
-    atomic_write_text(out / "table.json", json.dumps(
+    atomic_write_text(out / f"table{suffix}.md", text + "\n")
+    atomic_write_text(out / f"table{suffix}.json", json.dumps(
         [{"arm": r, "steps": s, "moved": m, "accuracy": a} for r, s, m, a in rows], indent=2))
     print(text)
 
