@@ -9,7 +9,9 @@ Each choice and where it comes from:
   in larger groups, so fewer groups have zero reward variance and no advantage (GRPO's group baseline,
   Shao et al. 2024, uses 64 per prompt; 8 is TRL's default).
 - epsilon_high 0.28 ("clip-higher") and masking truncated completions (overlong filtering): DAPO, Yu et
-  al. 2025, against entropy collapse and against punishing a completion only for being cut off.
+  al. 2025, against entropy collapse and against punishing a completion only for being cut off. Measured
+  (bench/results/policy-movement-reference), clip-higher is inert here: the template trains on-policy,
+  one optimizer step per batch, so no clip ever binds; it stays because the field sets it.
 - curriculum easy_first: start with the easier tasks so a weak policy sees reward at all (curriculum
   learning; the math tasks carry a difficulty).
 """
