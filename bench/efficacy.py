@@ -31,16 +31,18 @@ from meta_agent.efficacy.arms import SeedArms  # noqa: E402
 from meta_agent.efficacy.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 
-MATH_EVAL = {"train_size": 200, "selection_size": 30, "test_size": 60}
+MATH_EVAL = {"train_size": 200, "selection_size": 100, "test_size": 60}
 PRESETS: dict[str, dict[str, Any]] = {
     # The machinery, not a measurement: seconds of training on a 3M-parameter random model.
     "tiny": {"policy": "tiny", "generations": 1, "candidates": 1, "train_steps": 1, "noise_reruns": 1,
              "selection_limit": 6, "test_limit": 6,
              "math": {"train_size": 24, "selection_size": 6, "test_size": 6, "eval_max_new_tokens": 6}},
-    # SmolLM2-135M with LoRA on 2 CPU cores: sized by arithmetic (about 7 s per GRPO step, 45 s per 30-task
-    # selection evaluation) to about 45 minutes per seed; not yet measured end to end.
+    # SmolLM2-135M with LoRA on 2 CPU cores (about 11 s per GRPO step). 100 selection tasks (about 45 s per
+    # evaluation, 16 s for 30): after 8 steps the reference settings gained 19 and lost 2 of 100, a paired
+    # 98.3% CI of [+0.077, +0.280]; on 30 tasks of the same draw, 4 and 0, a CI of [0, +0.300] that no gate
+    # can pass (bench/results/policy-movement-reference, table-100.md vs table.md).
     "cpu": {"policy": "smollm2", "generations": 3, "candidates": 2, "train_steps": 8, "noise_reruns": 1,
-            "selection_limit": 30, "test_limit": 60, "math": MATH_EVAL},
+            "selection_limit": 100, "test_limit": 60, "math": MATH_EVAL},
     # One GPU: longer generations, more candidates, larger splits.
     "gpu": {"policy": "smollm2", "generations": 6, "candidates": 4, "train_steps": 40, "noise_reruns": 1,
             "selection_limit": 100, "test_limit": 300,
