@@ -45,6 +45,8 @@ def _meta_agent(out: Path, *args: str) -> None:
     run_meta_agent(*args, data=out / "data", who="policy movement")  # its own sealed splits, not the user's
 
 
+DEFAULT_LIMIT = 30
+"""Selection tasks of the default set; any other --limit is a set of its own, drawn at that size."""
 DEFAULT_ARMS = ["template:", "lr1e-4:rl.learning_rate=1e-4",
                 "lr1e-4-group8:rl.learning_rate=1e-4,rl.num_generations=8,rl.prompts_per_step=1"]
 
@@ -85,7 +87,7 @@ def main() -> None:
     ap.add_argument("--policy", default="smollm2")
     ap.add_argument("--arms", nargs="+", default=DEFAULT_ARMS, help="NAME:KEY=VALUE,... (harness.yaml settings)")
     ap.add_argument("--steps", type=int, nargs="+", default=[8, 24], help="GRPO steps of each run")
-    ap.add_argument("--limit", type=int, default=30, help="selection tasks evaluated")
+    ap.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="selection tasks evaluated")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "policy-movement")
     args = ap.parse_args()
@@ -96,7 +98,7 @@ def main() -> None:
                                               "math": {"train_size": 200, "selection_size": args.limit,
                                                        "test_size": 60}}))
     # Each --limit is its own selection set (drawn at that size): its evaluations and table are kept apart.
-    suffix = "" if args.limit == 30 else f"-{args.limit}"
+    suffix = "" if args.limit == DEFAULT_LIMIT else f"-{args.limit}"
     base = _evaluate(out, config, args.policy, out / f"eval-step0{suffix}.json", args.limit)
     first = {r.task_id: r.completion for r in base.results}
     arms = [_arm(spec) for spec in args.arms]
