@@ -40,9 +40,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # SmolLM2-135M with LoRA on 2 CPU cores (about 11 s per GRPO step). 100 selection tasks (about 45 s per
     # evaluation, 16 s for 30): after 8 steps the reference settings gained 19 and lost 2 of 100, a paired
     # 98.3% CI of [+0.077, +0.280]; on 30 tasks of the same draw, 4 and 0, a CI of [0, +0.300] that no gate
-    # can pass (bench/results/policy-movement-reference, table-100.md vs table.md).
+    # can pass (bench/results/policy-movement-reference, table-100.md vs table.md). The confirmation rung
+    # (16 more steps for the best unpromoted candidate) is what let the recipe pass: +0.030 [-0.040, +0.100]
+    # after 8 steps, +0.120 [+0.030, +0.210] after 24 (bench/results/efficacy-cpu-sel100-confirm). It doubles
+    # a seed's time (about 85 min instead of 47).
     "cpu": {"policy": "smollm2", "generations": 3, "candidates": 2, "train_steps": 8, "noise_reruns": 1,
-            "selection_limit": 100, "test_limit": 60, "math": MATH_EVAL},
+            "confirm_steps": 16, "selection_limit": 100, "test_limit": 60, "math": MATH_EVAL},
     # One GPU: longer generations, more candidates, larger splits.
     "gpu": {"policy": "smollm2", "generations": 6, "candidates": 4, "train_steps": 40, "noise_reruns": 1,
             "selection_limit": 100, "test_limit": 300,
