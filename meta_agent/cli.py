@@ -13,7 +13,7 @@ from rich.table import Table
 from meta_agent.coders import CoderName
 from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
-from meta_agent.domains import BUILTIN, DOMAINS, defaults_help
+from meta_agent.domains import DOMAINS, defaults_help
 from meta_agent.proposers import PROPOSERS
 from meta_agent.tracking import Tracker
 from sandboxes import BACKENDS
@@ -166,9 +166,8 @@ def evolve(
     generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
     train_steps: Annotated[int | None, typer.Option(help=(
-        f"GRPO steps per generation and per candidate backtest (default: the domain's: {defaults_help()}. "
-        f"Fewer steps or tasks make a generation cheaper but its deltas smaller than the gate can see; "
-        f"{BUILTIN['math'].cost_note})"))] = None,
+        f"GRPO steps per generation and per candidate backtest (default: the domain's: {defaults_help()}"
+        f". Fewer steps or tasks make a generation cheaper but its deltas smaller than the gate can see)"))] = None,
     selection_limit: Annotated[int | None, typer.Option(help=(
         "sealed selection tasks each backtest is scored on (default: the domain's, see --train-steps; "
         "the gate's CI narrows with more tasks, and each costs one greedy answer per evaluation)"))] = None,

@@ -180,7 +180,7 @@ class EvolveConfig(RunConfig):
         and a later change of a default cannot change a resumed run. An explicit null keeps its meaning."""
         if not isinstance(data, dict) or "selection_limit" in data:
             return data
-        name = data.get("domain", "math")
+        name = data.get("domain", cls.model_fields["domain"].default)
         if not (isinstance(name, str) and DOMAINS.valid(name)):
             return data  # the field validator names the unknown domain
         return {**data, "selection_limit": domain_entry(name).default_selection_limit}

@@ -40,7 +40,7 @@ BUILTIN: dict[str, DomainEntry] = {
     # the gate on 30 selection tasks after 8 steps (CI lower bound 0) and does on 100 (docs/evolve.md,
     # "Fifth measurement"); fewer steps move SmolLM2's greedy answers on 2 of 30 tasks at most.
     "math": DomainEntry("meta_agent.domains.math:MathDomain", MathSettings, 8, "math", 100,
-                        "math: about 8 min per generation with SmolLM2 on 2 CPU cores, K = 2"),
+                        "about 8 min per generation with SmolLM2 on 2 CPU cores, K = 2"),
     "code": DomainEntry("meta_agent.domains.code:CodeDomain", CodeSettings, 4, "code", 30),
     # Multi-turn SWE steps cost ~10x a math step on a 2-core CPU.
     "swe": DomainEntry("meta_agent.domains.swe:SweDomain", SweSettings, 2, "swe", 30),
@@ -50,7 +50,7 @@ BUILTIN: dict[str, DomainEntry] = {
 def defaults_help() -> str:
     """The built-in domains' generation defaults, for `evolve --help`."""
     return "; ".join(f"{name} {e.default_train_steps} steps, {e.default_selection_limit} selection tasks"
-                     for name, e in BUILTIN.items())
+                     + (f" ({e.cost_note})" if e.cost_note else "") for name, e in BUILTIN.items())
 DOMAINS: Registry[Domain] = Registry("domain", {name: e.impl for name, e in BUILTIN.items()})
 
 
