@@ -13,7 +13,7 @@ from rich.table import Table
 from meta_agent.coders import CoderName
 from meta_agent.commands import llm, review, sandbox, skills, tasks
 from meta_agent.commands.app import App
-from meta_agent.domains import DOMAINS
+from meta_agent.domains import DOMAINS, defaults_help
 from meta_agent.proposers import PROPOSERS
 from meta_agent.tracking import Tracker
 from sandboxes import BACKENDS
@@ -165,8 +165,12 @@ def evolve(
     policy: Annotated[str | None, typer.Option(help="smollm2 (default) | tiny | a local model/checkpoint dir")] = None,
     generations: Annotated[int | None, typer.Option("--generations", "-g", help="generations (default 2)")] = None,
     candidates: Annotated[int | None, typer.Option("--candidates", "-k", help="per generation (default 2)")] = None,
-    train_steps: Annotated[int | None, typer.Option(help="GRPO steps per generation (default: the domain's; "
-                                                             "math/code 4, swe 2)")] = None,
+    train_steps: Annotated[int | None, typer.Option(help=(
+        f"GRPO steps per generation and per candidate backtest (default: the domain's: {defaults_help()}"
+        f". Fewer steps or tasks make a generation cheaper but its deltas smaller than the gate can see)"))] = None,
+    selection_limit: Annotated[int | None, typer.Option(help=(
+        "sealed selection tasks each backtest is scored on (default: the domain's, see --train-steps; "
+        "the gate's CI narrows with more tasks, and each costs one greedy answer per evaluation)"))] = None,
     confirm_steps: Annotated[int | None, typer.Option(help=(
         "successive halving: the best candidate the gate did not promote after --train-steps trains this many "
         "more steps beside main's run, and the gate judges the longer run (default 0 = off; costs up to "
@@ -227,7 +231,8 @@ def evolve(
     values["executor"] = executor_values(values.get("executor"), executor, parallel, ray_address)
     cfg = build(EvolveConfig, values, {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
-        "candidates": candidates, "train_steps": train_steps, "confirm_steps": confirm_steps,
+        "candidates": candidates, "train_steps": train_steps, "selection_limit": selection_limit,
+        "confirm_steps": confirm_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
         "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
     run_evolve(cfg, console)

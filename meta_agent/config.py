@@ -144,13 +144,15 @@ class EvolveConfig(RunConfig):
     candidates: int = Field(2, ge=1, description="hypotheses implemented and backtested per generation")
     train_steps: int | None = Field(
         None, ge=1, description="GRPO steps per generation and per candidate backtest (default: the domain's, "
-                                "math/code 4, swe 2)")
+                                "math 8, code 4, swe 2)")
     proposer: str = Field("skills", description=f"who proposes and implements candidates: {PROPOSERS.describe()}")
     llm: LLMSettings = LLMSettings()
     skills: list[Path] = Field(default_factory=list, description="extra skills libraries, searched after the user's")
     control: Literal["static", "none"] = Field(
         "static", description="static: also train the unchanged harness with the same compute, compare at the end")
-    selection_limit: int | None = Field(30, ge=1, description="selection-split tasks per evaluation (None = all)")
+    selection_limit: int | None = Field(
+        None, ge=1, description="selection-split tasks per backtest evaluation (default: the domain's, math 100, "
+                                "code/swe 30; null = the whole split)")
     test_limit: int | None = Field(60, ge=1, description="test-split tasks in the final comparison (None = all)")
     noise_reruns: int = Field(1, ge=0, description="control-vs-control reruns measuring the noise floor")
     confirm_steps: int = Field(0, ge=0, description=(
@@ -170,6 +172,18 @@ class EvolveConfig(RunConfig):
     budget: BudgetSettings = BudgetSettings()
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings, description=(
         "where a run's backtests, training runs and evaluations run (docs/scale.md)"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_defaults(cls, data: Any) -> Any:
+        """Fill the domain's generation defaults in, so the run's saved config records the values it ran with
+        and a later change of a default cannot change a resumed run. An explicit null keeps its meaning."""
+        if not isinstance(data, dict) or "selection_limit" in data:
+            return data
+        name = data.get("domain", cls.model_fields["domain"].default)
+        if not (isinstance(name, str) and DOMAINS.valid(name)):
+            return data  # the field validator names the unknown domain
+        return {**data, "selection_limit": domain_entry(name).default_selection_limit}
 
     @field_validator("proposer")
     @classmethod

@@ -29,15 +29,28 @@ class DomainEntry:
     """GRPO steps per generation and per candidate backtest when `--train-steps` is not given."""
     harness_domain: str
     """The harness template module it trains with (harness/<name>/ and configs/<name>.yaml)."""
+    default_selection_limit: int = 30
+    """Selection tasks per backtest evaluation when `--selection-limit` is not given."""
     cost_note: str = ""
+    """What a generation costs at these defaults, for `evolve --help`."""
 
 
 BUILTIN: dict[str, DomainEntry] = {
-    "math": DomainEntry("meta_agent.domains.math:MathDomain", MathSettings, 4, "math"),
-    "code": DomainEntry("meta_agent.domains.code:CodeDomain", CodeSettings, 4, "code"),
+    # Math: the efficacy benchmark measured that a change as strong as the reference harness cannot pass
+    # the gate on 30 selection tasks after 8 steps (CI lower bound 0) and does on 100 (docs/evolve.md,
+    # "Fifth measurement"); fewer steps move SmolLM2's greedy answers on 2 of 30 tasks at most.
+    "math": DomainEntry("meta_agent.domains.math:MathDomain", MathSettings, 8, "math", 100,
+                        "about 8 min per generation with SmolLM2 on 2 CPU cores, K = 2"),
+    "code": DomainEntry("meta_agent.domains.code:CodeDomain", CodeSettings, 4, "code", 30),
     # Multi-turn SWE steps cost ~10x a math step on a 2-core CPU.
-    "swe": DomainEntry("meta_agent.domains.swe:SweDomain", SweSettings, 2, "swe"),
+    "swe": DomainEntry("meta_agent.domains.swe:SweDomain", SweSettings, 2, "swe", 30),
 }
+
+
+def defaults_help() -> str:
+    """The built-in domains' generation defaults, for `evolve --help`."""
+    return "; ".join(f"{name} {e.default_train_steps} steps, {e.default_selection_limit} selection tasks"
+                     + (f" ({e.cost_note})" if e.cost_note else "") for name, e in BUILTIN.items())
 DOMAINS: Registry[Domain] = Registry("domain", {name: e.impl for name, e in BUILTIN.items()})
 
 
@@ -49,7 +62,8 @@ def domain_entry(name: str) -> DomainEntry:
     missing = [a for a in ("settings_model", "default_train_steps", "harness_domain") if not hasattr(cls, a)]
     if missing:
         raise UserError(f"plugin domain {name} lacks the class attributes {missing} (see docs/plugins.md)")
-    return DomainEntry(name, cls.settings_model, int(cls.default_train_steps), str(cls.harness_domain))
+    return DomainEntry(name, cls.settings_model, int(cls.default_train_steps), str(cls.harness_domain),
+                       int(getattr(cls, "default_selection_limit", 30)))
 
 
 def get_domain(name: str, settings: object | None = None) -> Domain:

@@ -15,7 +15,7 @@ from meta_agent.swe.difficulty import TIERS, Tier
 
 class MathSettings(BaseModel):
     train_size: int = Field(256, ge=1, description="training tasks written into the harness sandbox")
-    selection_size: int = Field(60, ge=1, description="sealed tasks for backtests and promotion decisions")
+    selection_size: int = Field(100, ge=1, description="sealed tasks for backtests and promotion decisions")
     test_size: int = Field(100, ge=1, description="sealed tasks evaluated once at the end of a run")
     eval_max_new_tokens: int = Field(48, ge=1, description="greedy tokens per evaluation answer")
     eval_batch_size: int = Field(16, ge=1)

@@ -29,6 +29,7 @@ class LettersDomain(MathDomain):
     name = "letters"
     settings_model = LettersSettings
     default_train_steps = 1
+    default_selection_limit = 4
     harness_domain = "math"
 
     def tasks(self, split):  # type: ignore[no-untyped-def]
