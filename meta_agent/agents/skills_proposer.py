@@ -111,6 +111,19 @@ def _recipe_hypothesis(members: list[Ranked], report: RolloutReport) -> Hypothes
     )
 
 
+def _keep_a_slot_for_measurability(ordered: list[Ranked], k: int) -> list[Ranked]:
+    """Validity fixes take at most k - 1 of a generation's slots while a measurability candidate (the
+    recipe, or a measurability skill alone) is pending: until training moves the policy, every change the
+    gate judges as performance, validity fixes without flagged rollouts included, scores a delta of 0, so a
+    generation spent only on them is lost. Measured: the efficacy run's generation 0 tried two validity
+    skills (both rejected); the recipe, tried one generation later, merged, and that generation is what
+    the evolved policy lost against the reference harness (bench/results/efficacy-cpu-sel100-confirm)."""
+    first = next((i for i, r in enumerate(ordered) if r.skill.meta.kind == "measurability"), None)
+    if k < 2 or first is None or first < k:
+        return ordered
+    return [*ordered[:k - 1], ordered[first], *ordered[k - 1:first], *ordered[first + 1:]]
+
+
 class SkillsProposer:
     """Matches report triggers to skills; implements a hypothesis by running the skill's apply.py."""
 
@@ -138,14 +151,11 @@ class SkillsProposer:
         pool.sort(key=lambda r: (KINDS.index(r.skill.meta.kind), -r.score))
         recipe = _recipe(pool)
         in_recipe = {r.skill.name for r in recipe}
-        out: list[Hypothesis] = []
-        for r in pool:  # the recipe takes the place of its first member
-            if len(out) >= k:
-                break
-            if r.skill.name not in in_recipe:
-                out.append(_hypothesis(r, ctx.report, dict(r.skill.meta.params), ""))
-            elif r is recipe[0]:
-                out.append(_recipe_hypothesis(recipe, ctx.report))
+        ordered: list[Ranked] = [r for r in pool if r.skill.name not in in_recipe or r is recipe[0]]
+        out: list[Hypothesis] = [  # the recipe takes the place of its first member
+            _recipe_hypothesis(recipe, ctx.report) if recipe and r is recipe[0]
+            else _hypothesis(r, ctx.report, dict(r.skill.meta.params), "")
+            for r in _keep_a_slot_for_measurability(ordered, k)[:k]]
         follow_ups = sorted((r for r in ranked if tried[r.skill.name] and r.skill.meta.param_ranges),
                             key=lambda r: -promise(tried[r.skill.name]))
         for r in follow_ups:

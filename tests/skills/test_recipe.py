@@ -47,6 +47,20 @@ def test_a_policy_that_does_not_move_gets_its_triggered_training_settings_as_one
     assert "format-reward" in rest or "overlong-shaping" in rest, "reward shaping stays a candidate of its own"
 
 
+def test_validity_fixes_leave_a_slot_for_the_recipe_while_the_policy_does_not_move() -> None:
+    """Two candidates a generation and two triggered validity skills: the recipe still gets one slot, or a
+    generation passes in which no candidate could move the policy (the efficacy run's generation 0)."""
+    two = _proposals(2, selection_noise=0.0)
+    assert [h.kind for h in two] == ["validity", "performance"]
+    assert two[1].skills_used[0] == "learning-rate" and len(two[1].skills_used) > 1
+    later = _proposals(4, selection_noise=0.0)
+    assert two[0].title == later[0].title and later[1].kind == "validity", \
+        "the validity skill it moved past is still proposed when there is room"
+    assert [h.kind for h in _proposals(1, selection_noise=0.0)] == ["validity"], "one slot: reward holes first"
+    moving = _proposals(2, selection_noise=0.1)
+    assert [h.kind for h in moving] == ["validity", "validity"], "a policy that moves needs no reserved slot"
+
+
 def test_a_policy_that_moves_gets_one_change_per_candidate() -> None:
     proposed = _proposals(8, selection_noise=0.1)
     assert proposed and all(len(h.skills_used) == 1 for h in proposed)
