@@ -17,9 +17,20 @@ def _events(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
 
 
-def signature(run: Path) -> dict[str, Any]:
+def _main_after(events: list[dict[str, Any]], gen: int) -> str:
+    return next(e["data"]["main_after"] for e in events if e["type"] == "generation_done" and e["data"]["gen"] == gen)
+
+
+def signature(run: Path, generations: int | None = None) -> dict[str, Any]:
+    """The run's decisions; with `generations`, only those of its first `generations` generations, and main
+    as it stood after them (a longer run decides its first generations as a shorter one does)."""
     repo = git.Repo(run / "harness")
     events = _events(run)
+    if generations is not None:
+        main = _main_after(events, generations - 1)
+        events = [e for e in events if "gen" not in e.get("data", {}) or e["data"]["gen"] < generations]
+    else:
+        main = "main"
     local = {}  # run-specific candidate ids -> "g-k"
     candidates = []
     for e in events:
@@ -32,15 +43,18 @@ def signature(run: Path) -> dict[str, Any]:
                            "skills": d["skills"], "ok": d["ok"], "tree": tree})
     # Grouped by candidate, each candidate's in journal order: how candidates interleave is the executor's
     # business (parallel backtests finish in any order), what each one went through is the run's decision.
+    def mine(e: dict[str, Any]) -> bool:
+        return e["data"].get("cand_id") in local
+
     stages = sorted(({"cand": local[e["data"]["cand_id"]], "stage": e["data"]["stage"], "passed": e["data"]["passed"]}
-                     for e in events if e["type"] == "stage_done"), key=lambda s: s["cand"])
+                     for e in events if e["type"] == "stage_done" and mine(e)), key=lambda s: s["cand"])
     verdicts = sorted(({"cand": local[e["data"]["cand_id"]], "verdict": e["data"]["verdict"],
-                        "stage": e["data"]["stage"]} for e in events if e["type"] == "verdict"),
+                        "stage": e["data"]["stage"]} for e in events if e["type"] == "verdict" and mine(e)),
                       key=lambda v: v["cand"])
-    merges = [local[e["data"]["cand_id"]] for e in events if e["type"] == "merged"]
+    merges = [local[e["data"]["cand_id"]] for e in events if e["type"] == "merged" and mine(e)]
     return {"candidates": candidates, "stages": stages, "verdicts": verdicts, "merges": merges,
-            "final_main_tree": repo.commit("main").tree.hexsha,
-            "mainline": len(list(repo.iter_commits("main", first_parent=True)))}
+            "final_main_tree": repo.commit(main).tree.hexsha,
+            "mainline": len(list(repo.iter_commits(main, first_parent=True)))}
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.slow  # whole evolve loops
 DECISIONS = ("candidates", "stages", "verdicts", "merges", "final_main_tree", "mainline")
 
 
-def _same_decisions(run: Path, reference: Path) -> None:
-    got, expected = signature(run), signature(reference)
+def _same_decisions(run: Path, reference: Path, generations: int | None = None) -> None:
+    got, expected = signature(run, generations), signature(reference)
     for part in DECISIONS:
         assert got[part] == expected[part], f"{part} differs from the in-driver run"
 
@@ -33,11 +33,11 @@ def _worker_files(run: Path) -> list[Path]:
     return sorted(run.glob(f"gen-*/cand-*/{WORKER_FILE}"))
 
 
-def _trains_journaled_once(run: Path) -> list[str]:
+def _trains_journaled_once(run: Path, generations: int | None = None) -> list[str]:
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
     keys = [e["key"] for e in events if e["type"] == "stage_done" and e["data"]["stage"] == "train"]
     assert len(keys) == len(set(keys)), f"a backtest was journaled twice: {keys}"
-    return keys
+    return [k for k in keys if generations is None or int(k.split("/")[0][1:]) < generations]
 
 
 def _start(args: list[str], data: Path) -> subprocess.Popen[bytes]:
@@ -66,17 +66,20 @@ def _kill_first_worker(run: Path, proc: subprocess.Popen[bytes], timeout: float 
 def test_backtests_fan_out_survive_a_killed_worker_and_decide_as_in_the_driver(
         executor: list[str], reference_run: Path, tmp_path: Path) -> None:
     run, data = tmp_path / "fanned", tmp_path / "data"
-    # sealed evaluations in 2 shards each: the merged scores must decide exactly what whole ones did
-    proc = _start(["evolve", "--config", str(tiny_config(run, executor={"eval_shards": 2})), *executor], data)
+    # sealed evaluations in 2 shards each: the merged scores must decide exactly what whole ones did.
+    # One generation more than the reference run, which merges in its last: the static arm then has a
+    # generation of its own to train beside the third generation's backtests.
+    config = tiny_config(run, executor={"eval_shards": 2}, generations=3)
+    proc = _start(["evolve", "--config", str(config), *executor], data)
     killed = _kill_first_worker(run, proc)
     out, _ = proc.communicate(timeout=1200)
     assert proc.returncode == 0, out.decode()[-4000:]
     assert killed["pid"] != os.getpid() and killed["pid"] != proc.pid, "the job ran in the driver, not a worker"
     again = json.loads(Path(str(killed["file"])).read_text())
     assert again["pid"] != killed["pid"], "the killed backtest was not run again in another worker"
-    _same_decisions(run, reference_run)
-    keys = _trains_journaled_once(run)
-    assert len(keys) == 2, "both candidates of generation 1 reach the training backtest"
+    _same_decisions(run, reference_run, generations=2)
+    assert sorted(_trains_journaled_once(run, generations=2)) == sorted(_trains_journaled_once(reference_run)), \
+        "the first two generations trained other candidates than the in-driver run did"
     pids = {json.loads(f.read_text())["pid"] for f in _worker_files(run)}
     assert proc.pid not in pids, "a backtest ran in the driver"  # (Ray may reuse one worker for both)
     _main_and_noise_side_by_side(run, proc.pid)
@@ -95,10 +98,11 @@ def _main_and_noise_side_by_side(run: Path, driver: int) -> None:
 def _static_arm_in_workers(run: Path, driver: int) -> None:
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
     static = [e for e in events if (e["key"] or "").startswith("final/static-g")]
-    assert static, "main changed in generation 0, so the static arm trains its own generation 1"
-    done = [i for i, e in enumerate(events) if e["key"] == "g1/done"]
+    assert static, "main changed in generation 1, so the static arm trains its own generation 2"
     for e in static:  # trained beside generation g's backtests, not after the last generation
-        assert events.index(e) < done[0], f"{e['key']} was trained after the generations"
+        g = int(e["key"].removeprefix("final/static-g"))
+        done = next(i for i, d in enumerate(events) if d["key"] == f"g{g}/done")
+        assert events.index(e) < done, f"{e['key']} was trained after its generation"
         assert json.loads((Path(e["data"]["out"]) / WORKER_FILE).read_text())["pid"] != driver
 
 
