@@ -9,6 +9,7 @@ result exists (so a killed benchmark picks up where it stopped).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -28,6 +29,9 @@ from meta_agent.journal import CandidateCreated, GenerationDone, Merged
 from meta_agent.sealed import SECRET_ENV
 
 ARMS = ("evolved", "static", "reference", "static_total")
+ARM_SECONDS = "arm-seconds.json"
+"""Each finished arm's wall seconds, written as soon as it finishes: a benchmark killed in a later arm
+keeps them (wall.json is written only when the whole seed is done)."""
 
 
 class SeedRun(BaseModel):
@@ -99,13 +103,23 @@ class SeedArms:
         return run_meta_agent(*args, data=self.dir / "data", who=f"seed {self.seed}")
 
     def run(self) -> SeedRun:
-        timing_file = self.dir / "wall.json"
-        wall: dict[str, float] = (SeedRun.model_validate_json(timing_file.read_text()).wall_s
-                                  if timing_file.is_file() else {})
+        timing_file, arm_seconds = self.dir / "wall.json", self.dir / ARM_SECONDS
+        wall: dict[str, float] = {}
+        if timing_file.is_file():
+            wall = SeedRun.model_validate_json(timing_file.read_text()).wall_s
+        if arm_seconds.is_file():
+            wall |= {k: float(v) for k, v in json.loads(arm_seconds.read_text()).items()}
+
+        def keep() -> None:
+            atomic_write_text(arm_seconds, json.dumps(wall, indent=2))
+
         evolve = self._evolve(wall)
+        keep()
         steps = evolve.evolved.steps
         reference = self._rollout("reference", self._reference_harness(), steps, wall)
+        keep()
         static_total = self._rollout("static_total", None, steps + evolve.search.steps, wall)
+        keep()
         run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
                       evolve_time=generation_time(self.dir / "evolve"), merged=merged_titles(self.dir / "evolve"),
                       compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,

@@ -73,3 +73,14 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     evolved = f"{seed['accuracy']['evolved']:.3f}"
     assert len(rows) == 2 and all(f"| 0 | {evolved} |" in row for row in rows), table.stdout
     assert all(("; ".join(merged) or "nothing") in row for row in rows), "what the search merged, per row"
+
+    # Killed in its last arm: wall.json is written only when the seed is done, yet the finished arms'
+    # seconds must survive into the report, not be lost or taken from an older run.
+    (out / "seed-0" / "wall.json").unlink()
+    (out / "seed-0" / "results" / "static_total.json").unlink()
+    resumed = _bench(out, tmp_path / "data")
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert "meta-agent evolve" not in resumed.stdout and "meta-agent eval" in resumed.stdout
+    wall = json.loads((out / "report.json").read_text())["seeds"][0]["run"]["wall_s"]
+    before = seed["run"]["wall_s"]
+    assert wall["evolve"] == before["evolve"] and wall["reference"] == before["reference"], (wall, before)
