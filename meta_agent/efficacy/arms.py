@@ -109,17 +109,10 @@ class SeedArms:
             wall = SeedRun.model_validate_json(timing_file.read_text()).wall_s
         if arm_seconds.is_file():
             wall |= {k: float(v) for k, v in json.loads(arm_seconds.read_text()).items()}
-
-        def keep() -> None:
-            atomic_write_text(arm_seconds, json.dumps(wall, indent=2))
-
         evolve = self._evolve(wall)
-        keep()
         steps = evolve.evolved.steps
         reference = self._rollout("reference", self._reference_harness(), steps, wall)
-        keep()
         static_total = self._rollout("static_total", None, steps + evolve.search.steps, wall)
-        keep()
         run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
                       evolve_time=generation_time(self.dir / "evolve"), merged=merged_titles(self.dir / "evolve"),
                       compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,
@@ -138,7 +131,12 @@ class SeedArms:
                                                   str(self.seed), "--control", "static", "--run-dir", str(run_dir))
             shutil.copyfile(run_dir / "final" / "evolved-test.json", evolved)
             shutil.copyfile(run_dir / "final" / "static-test.json", static)
+            self._keep(wall)
         return of_evolve(run_dir)
+
+    def _keep(self, wall: dict[str, float]) -> None:
+        """Save the finished arms' seconds now (see ARM_SECONDS)."""
+        atomic_write_text(self.dir / ARM_SECONDS, json.dumps(wall, indent=2))
 
     def _reference_harness(self) -> Path:
         harness = self.dir / "reference-harness"
@@ -161,4 +159,5 @@ class SeedArms:
                                         "--policy", str(run_dir / "train" / "checkpoint"), "--split", "test",
                                         *limit, "--out", str(result), "--show", "0")
             wall[arm] = seconds
+            self._keep(wall)
         return of_training(run_dir / "train")

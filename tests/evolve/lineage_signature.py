@@ -26,26 +26,22 @@ def signature(run: Path, generations: int | None = None) -> dict[str, Any]:
     as it stood after them (a longer run decides its first generations as a shorter one does)."""
     repo = git.Repo(run / "harness")
     events = _events(run)
-    if generations is not None:
-        main = _main_after(events, generations - 1)
-        events = [e for e in events if "gen" not in e.get("data", {}) or e["data"]["gen"] < generations]
-    else:
-        main = "main"
-    local = {}  # run-specific candidate ids -> "g-k"
+    main = "main" if generations is None else _main_after(events, generations - 1)
+    local = {}  # run-specific candidate ids -> "g-k", of the generations compared
     candidates = []
     for e in events:
-        if e["type"] != "candidate_created":
-            continue
         d = e["data"]
+        if e["type"] != "candidate_created" or (generations is not None and d["gen"] >= generations):
+            continue
         local[d["cand_id"]] = f"{d['gen']}-{d['k']}"
         tree = repo.commit(d["commit"]).tree.hexsha if d.get("commit") else None
         candidates.append({"cand": local[d["cand_id"]], "title": d["title"], "kind": d["kind"],
                            "skills": d["skills"], "ok": d["ok"], "tree": tree})
-    # Grouped by candidate, each candidate's in journal order: how candidates interleave is the executor's
-    # business (parallel backtests finish in any order), what each one went through is the run's decision.
     def mine(e: dict[str, Any]) -> bool:
         return e["data"].get("cand_id") in local
 
+    # Grouped by candidate, each candidate's in journal order: how candidates interleave is the executor's
+    # business (parallel backtests finish in any order), what each one went through is the run's decision.
     stages = sorted(({"cand": local[e["data"]["cand_id"]], "stage": e["data"]["stage"], "passed": e["data"]["passed"]}
                      for e in events if e["type"] == "stage_done" and mine(e)), key=lambda s: s["cand"])
     verdicts = sorted(({"cand": local[e["data"]["cand_id"]], "verdict": e["data"]["verdict"],

@@ -98,7 +98,7 @@ def _main_and_noise_side_by_side(run: Path, driver: int) -> None:
 def _static_arm_in_workers(run: Path, driver: int) -> None:
     events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
     static = [e for e in events if (e["key"] or "").startswith("final/static-g")]
-    assert static, "main changed in generation 1, so the static arm trains its own generation 2"
+    assert static, "main changed before the last generation, so the static arm trains a generation of its own"
     for e in static:  # trained beside generation g's backtests, not after the last generation
         g = int(e["key"].removeprefix("final/static-g"))
         done = next(i for i, d in enumerate(events) if d["key"] == f"g{g}/done")
