@@ -57,9 +57,11 @@ test: setup lint
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow and not docker"
 
-# The speed benchmarks (minutes each; bench/_*.py are their helpers, not benchmarks). The efficacy
-# benchmark runs for hours: `make efficacy`.
+# The speed benchmarks (minutes each; bench/_*.py are their helpers, not benchmarks) and swe_tiers, which
+# needs the default SWE task set (built once, as for the demo). The efficacy benchmark runs for hours:
+# `make efficacy`.
 bench: setup
+	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
 	for b in bench/*.py; do case $$b in */efficacy.py|*/_*) continue;; esac; $(BIN)/python $$b || exit 1; done
 
 efficacy: setup
