@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from meta_agent.efficacy.arms import SeedArms  # noqa: E402
 from meta_agent.efficacy.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
+from meta_agent.errors import UserError  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 
 MATH_EVAL = {"train_size": 200, "selection_size": 100, "test_size": 60}
@@ -99,4 +100,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as e:  # a failed arm, or results that cannot be trusted: the reason, not a traceback
+        raise SystemExit(f"efficacy: {e}") from None

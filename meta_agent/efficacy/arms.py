@@ -104,9 +104,12 @@ class SeedArms:
 
     def run(self) -> SeedRun:
         timing_file, arm_seconds = self.dir / "wall.json", self.dir / ARM_SECONDS
-        wall: dict[str, float] = {}
-        if timing_file.is_file():
-            wall = SeedRun.model_validate_json(timing_file.read_text()).wall_s
+        saved = SeedRun.model_validate_json(timing_file.read_text()) if timing_file.is_file() else None
+        if saved is not None and self._finished() and not self._runs_kept():
+            # bench/results keeps a finished seed's per-task results and this record, not its runs and
+            # checkpoints (.gitignore): a clone that adds seeds must not recount this one from runs it lacks.
+            return saved
+        wall: dict[str, float] = saved.wall_s if saved is not None else {}
         if arm_seconds.is_file():
             wall |= {k: float(v) for k, v in json.loads(arm_seconds.read_text()).items()}
         evolve = self._evolve(wall)
@@ -120,9 +123,23 @@ class SeedArms:
         atomic_write_text(timing_file, run.model_dump_json(indent=2))
         return run
 
+    def _finished(self) -> bool:
+        return all((self.results / f"{arm}.json").is_file() for arm in ARMS)
+
+    def _runs_kept(self) -> bool:
+        return (self.dir / "evolve" / "events.jsonl").is_file() and all(
+            (self.dir / arm / "train").is_dir() for arm in ("reference", "static_total"))
+
+    def _counted(self, result: Path, run: Path) -> None:
+        """A saved result whose run is gone cannot have its compute counted; say so instead of counting 0."""
+        if result.is_file() and not run.exists():
+            raise UserError(f"{self.dir}: {result.name} is saved but not the run that made it ({run}), so its "
+                            f"compute cannot be counted: delete {result} to run that arm again")
+
     def _evolve(self, wall: dict[str, float]) -> EvolveCompute:
         run_dir = self.dir / "evolve"
         evolved, static = self.results / "evolved.json", self.results / "static.json"
+        self._counted(evolved, run_dir / "events.jsonl")
         if not (evolved.is_file() and static.is_file()):
             if (run_dir / "events.jsonl").is_file():
                 wall["evolve"] = wall.get("evolve", 0.0) + self._meta_agent("resume", str(run_dir))
@@ -146,6 +163,7 @@ class SeedArms:
 
     def _rollout(self, arm: str, harness: Path | None, steps: int, wall: dict[str, float]) -> Compute:
         run_dir, result = self.dir / arm, self.results / f"{arm}.json"
+        self._counted(result, run_dir / "train")
         if not result.is_file():
             seconds = 0.0
             if not (run_dir / "train" / "report.json").is_file():

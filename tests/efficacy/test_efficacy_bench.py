@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,19 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     wall = json.loads((out / "report.json").read_text())["seeds"][0]["run"]["wall_s"]
     before = seed["run"]["wall_s"]
     assert wall["evolve"] == before["evolve"] and wall["reference"] == before["reference"], (wall, before)
+
+    # A clone of the results: bench/results keeps each arm's per-task results and wall.json, not the runs
+    # (.gitignore). Adding seeds there must keep this finished seed's record, not recount it as 0 steps.
+    finished = json.loads((out / "report.json").read_text())
+    for arm in ("evolve", "reference", "static_total"):
+        shutil.rmtree(out / "seed-0" / arm)
+    cloned = _bench(out, tmp_path / "data")
+    assert cloned.returncode == 0, cloned.stdout[-3000:] + cloned.stderr[-3000:]
+    assert "seed 0: meta-agent" not in cloned.stdout, "nothing re-run"
+    assert json.loads((out / "report.json").read_text()) == finished
+
+    # An unfinished seed whose finished arm lost its run cannot count that arm's compute: it says so.
+    (out / "seed-0" / "wall.json").unlink()
+    lost = _bench(out, tmp_path / "data")
+    assert lost.returncode != 0 and "compute cannot be counted" in lost.stdout + lost.stderr
+    assert json.loads((out / "report.json").read_text()) == finished, "nothing overwritten"
