@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-gpu system-deps demo test test-fast lint typecheck bench efficacy clean
+.PHONY: setup setup-gpu system-deps default-tasks demo test test-fast lint typecheck bench efficacy clean
 
 setup: system-deps $(STAMP)
 	@echo "setup: system packages and $(VENV) are ready (make clean to start over)"
@@ -39,8 +39,10 @@ setup-gpu: system-deps
 	touch $(STAMP)
 
 # The default SWE task set is built once into the user cache (~10 min on 2 cores), then reused.
-demo: setup
+default-tasks: setup
 	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
+
+demo: default-tasks
 	$(BIN)/meta-agent evolve --domain swe
 
 lint: setup
@@ -60,8 +62,7 @@ test-fast: setup
 # The speed benchmarks (minutes each; bench/_*.py are their helpers, not benchmarks) and swe_tiers, which
 # needs the default SWE task set (built once, as for the demo). The efficacy benchmark runs for hours:
 # `make efficacy`.
-bench: setup
-	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
+bench: default-tasks
 	for b in bench/*.py; do case $$b in */efficacy.py|*/_*) continue;; esac; $(BIN)/python $$b || exit 1; done
 
 efficacy: setup

@@ -74,7 +74,9 @@ def _measure(out: Path, choice: str, policy: str, steps: int, seed: int, test_li
         run_meta_agent(*args, data=out / "data", who="swe tiers")
 
     run = here / "rollout"
-    if not (run / "train" / "report.json").is_file():
+    # Finished = its verified episodes are saved (atomically, after training): they are all this table reads,
+    # and all that bench/results keeps of the run (.gitignore), so a clone of the results re-trains nothing.
+    if not (run / "train" / VERIFIED).is_file():
         if run.exists():
             shutil.rmtree(run)  # a killed run starts over
         meta_agent("rollout", "--config", str(config), "--domain", "swe", "--policy", policy,
