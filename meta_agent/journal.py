@@ -209,6 +209,14 @@ class FinalEval(Event):
     paired: dict[str, Any] | None = None
 
 
+class Resumed(Event):
+    """A process took the run up again (`meta-agent resume`). The time from the last event the previous
+    process journaled to `t` is downtime (the run was killed, or the machine off), not the run's work."""
+
+    TYPE: ClassVar[str] = "resumed"
+    t: float
+
+
 class RunDone(Event):
     TYPE: ClassVar[str] = "run_done"
     run_id: str
@@ -218,6 +226,6 @@ class RunDone(Event):
 EVENT_TYPES: dict[str, type[Event]] = {cls.TYPE: cls for cls in (
     RunStarted, GenerationStarted, CommitTime, Trained, Evaluated, NoiseMeasured, MainReplayed, Proposed,
     CandidateCreated, ParentsChosen, StageDone, VerdictRecorded, Combined, Repaired, Merged, SkillEvidence,
-    SkillWritten, GenerationDone, FinalEval, RunDone,
+    SkillWritten, GenerationDone, FinalEval, Resumed, RunDone,
 )}
 """Type name in the file -> model; every event the loop writes is one of these."""

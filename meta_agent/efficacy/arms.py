@@ -24,6 +24,7 @@ from meta_agent.efficacy.compute import Compute, EvolveCompute, of_evolve, of_tr
 from meta_agent.efficacy.reference import make_reference_harness
 from meta_agent.errors import UserError
 from meta_agent.eventlog import EventLog
+from meta_agent.evolve.active_time import run_seconds
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.journal import CandidateCreated, GenerationDone, Merged
 from meta_agent.sealed import SECRET_ENV
@@ -142,10 +143,13 @@ class SeedArms:
         self._counted(evolved, run_dir / "events.jsonl")
         if not (evolved.is_file() and static.is_file()):
             if (run_dir / "events.jsonl").is_file():
-                wall["evolve"] = wall.get("evolve", 0.0) + self._meta_agent("resume", str(run_dir))
+                self._meta_agent("resume", str(run_dir))
             else:
-                wall["evolve"] = self._meta_agent("evolve", "--config", str(self.evolve_config), "--seed",
-                                                  str(self.seed), "--control", "static", "--run-dir", str(run_dir))
+                self._meta_agent("evolve", "--config", str(self.evolve_config), "--seed", str(self.seed),
+                                 "--control", "static", "--run-dir", str(run_dir))
+            # From the run's journal, not this process's clock: a benchmark killed and resumed (perhaps more
+            # than once) measured only its last part, and the downtime between the parts is no one's work.
+            wall["evolve"] = run_seconds(EventLog(run_dir))
             shutil.copyfile(run_dir / "final" / "evolved-test.json", evolved)
             shutil.copyfile(run_dir / "final" / "static-test.json", static)
             self._keep(wall)

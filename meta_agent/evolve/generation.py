@@ -21,6 +21,7 @@ from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import EvalResult
 from meta_agent.errors import failure_text
+from meta_agent.evolve.active_time import active_seconds
 from meta_agent.evolve.archive import choose_parents
 from meta_agent.evolve.candidate import CandidateRun, GenerationView
 from meta_agent.evolve.confirm import confirm
@@ -136,7 +137,7 @@ class Generation:
                 spent["train"] += float(e.metrics.get("train_seconds", 0.0))
                 spent["eval"] += float(e.metrics.get("eval_seconds", 0.0))
         start = self.ctx.log.done(self.key("start"), GenerationStarted)
-        spent["wall"] = time.time() - start.t if start else 0.0
+        spent["wall"] = active_seconds(self.ctx.log, start.t, time.time()) if start else 0.0
         return spent
 
     def _main_and_noise(self) -> dict[str, Trained]:

@@ -29,7 +29,7 @@ from meta_agent.evolve.static_arm import static_policy
 from meta_agent.evolve.steps import eval_jobs, finish_eval, results
 from meta_agent.execution.base import make_executor
 from meta_agent.gitops import GitOpsError, clear_stale_locks, run_harness, sync_checkout
-from meta_agent.journal import FinalEval, GenerationDone, RunDone, RunStarted
+from meta_agent.journal import FinalEval, GenerationDone, Resumed, RunDone, RunStarted
 from meta_agent.lineage import rebuild_index
 from meta_agent.policy import resolve_policy
 from meta_agent.proposers import PROPOSERS
@@ -148,6 +148,8 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
         raise UserError(f"{run_dir} was started with another sealed-split secret (fingerprint {event.sealed}, "
                         f"here {fingerprint()}); resume it where it started, or set META_AGENT_SEALED_SECRET "
                         "to that install's secret")
+    if started is not None:  # a resume: from the last process's last event to now, the run was down
+        log.append(Resumed(t=time.time()))
     return ctx
 
 

@@ -22,6 +22,7 @@ import yaml
 
 from meta_agent.crashpoints import CRASH_ENV, POINTS, SNAPSHOT_ENV, TRACE_ENV
 from meta_agent.eventlog import EventLog
+from meta_agent.journal import Resumed
 from tests.evolve.conftest import HERE, tiny_config
 
 pytestmark = pytest.mark.slow  # one small run, then one resume per crash point
@@ -65,7 +66,8 @@ def state(run: Path, data: Path) -> dict[str, Any]:
         "branches": sorted((h.name, *_commit(repo, h.commit.hexsha)) for h in repo.heads),
         "notes": notes,
         "checkout clean": repo.git.status("--porcelain") == "",
-        "journal": [r.key for r in EventLog(run, repair=False).records],  # every step once, in order
+        # every step once, in order (a resume's own marker, which dates the downtime, aside)
+        "journal": [r.key for r in EventLog(run, repair=False).records if not isinstance(r.event, Resumed)],
         "index": index, "status": status, "evidence": evidence,
         "summary": [(c["cand_id"], c["verdict"], c["stage"]) for c in summary["candidates"]],
     }
@@ -133,6 +135,8 @@ def test_a_kill_during_the_resume_of_a_kill_still_ends_in_the_same_state(
         done = _evolve(["resume", str(run)], data)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert state(run, data) == expected
+        resumes = [r for r in EventLog(run).records if isinstance(r.event, Resumed)]
+        assert len(resumes) == 2, "each resume dates itself, so the downtime before it is not counted as work"
 
 
 def test_a_kill_while_the_harness_repo_is_built_leaves_a_run_that_the_same_evolve_can_start_again(
