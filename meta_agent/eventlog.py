@@ -30,6 +30,10 @@ class JournalError(UserError, RuntimeError):
     """The journal holds something this version cannot read (another version's run, a hand edit)."""
 
 
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+"""A record's `time`: local time, to the second."""
+
+
 @dataclass(frozen=True)
 class Record:
     """One journal line: the event and where it sits."""
@@ -38,6 +42,11 @@ class Record:
     time: str
     key: str | None
     event: Event
+
+    @property
+    def epoch(self) -> float:
+        """`time` as seconds since the epoch."""
+        return time.mktime(time.strptime(self.time, TIME_FORMAT))
 
 
 
@@ -112,7 +121,7 @@ class EventLog:
     def append(self, event: Event, key: str | None = None) -> Event:
         if self.torn:
             raise JournalError(f"{self.path} ends in a torn line; open it with repair=True before appending")
-        record = Record(seq=len(self.records), time=time.strftime("%Y-%m-%dT%H:%M:%S"), key=key, event=event)
+        record = Record(seq=len(self.records), time=time.strftime(TIME_FORMAT), key=key, event=event)
         line = json.dumps({"seq": record.seq, "time": record.time, "type": event.TYPE, "key": key,
                            "data": event.model_dump(mode="json")}, sort_keys=True) + "\n"
         with self.path.open("ab") as f:

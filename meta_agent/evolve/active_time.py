@@ -3,17 +3,13 @@ downtime between a killed process and the `resume` that took the run up again (j
 
 from __future__ import annotations
 
-import time
-
 from meta_agent.eventlog import EventLog, Record
 from meta_agent.journal import Resumed
 
 
 def record_time(record: Record) -> float:
-    """When a record was journaled (local time to the second, as `EventLog.append` writes it)."""
-    if isinstance(record.event, Resumed):
-        return record.event.t
-    return time.mktime(time.strptime(record.time, "%Y-%m-%dT%H:%M:%S"))
+    """When a record was journaled: a resume's own exact start, else the record's time (to the second)."""
+    return record.event.t if isinstance(record.event, Resumed) else record.epoch
 
 
 def active_seconds(log: EventLog, since: float, until: float) -> float:

@@ -8,14 +8,14 @@ import json
 import time
 from pathlib import Path
 
-from meta_agent.eventlog import EventLog
+from meta_agent.eventlog import TIME_FORMAT, EventLog
 from meta_agent.evolve.active_time import active_seconds
 
 T0 = 1_790_000_000.0
 
 
 def _journal(run: Path, events: list[tuple[float, str, dict]]) -> EventLog:
-    lines = [json.dumps({"seq": i, "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t)), "type": kind,
+    lines = [json.dumps({"seq": i, "time": time.strftime(TIME_FORMAT, time.localtime(t)), "type": kind,
                          "key": f"k{i}" if kind != "resumed" else None, "data": data})
              for i, (t, kind, data) in enumerate(events)]
     (run / "events.jsonl").write_text("\n".join(lines) + "\n")
