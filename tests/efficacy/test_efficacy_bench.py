@@ -53,7 +53,8 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     assert "| evolved - | mean | IQM |" in (out / "report.md").read_text()
     t = seed["run"]["evolve_time"]
     assert 0 < t["train"] <= t["wall"] and "- seed 0: " in (out / "report.md").read_text(), "where the time went"
-    assert t["wall"] <= seed["run"]["wall_s"]["evolve"], "the evolve arm (from its journal) holds its generations"
+    # the evolve arm is read from journal times, which are to the second: within 1 s, it holds its generations
+    assert t["wall"] <= seed["run"]["wall_s"]["evolve"] + 1.0, "the evolve arm (from its journal) holds them"
     assert (out / "seed-0" / "data" / "sealed-secret").is_file(), \
         "the arms draw their splits from the seed's own secret, not from META_AGENT_SEALED_SECRET"
     reference = (out / "seed-0" / "reference-harness" / "harness.yaml").read_text()
