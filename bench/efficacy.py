@@ -2,6 +2,10 @@
 
     python bench/efficacy.py --preset cpu [--seeds 3] [--out bench/results/efficacy-cpu]
     python bench/efficacy.py --preset tiny --seeds 1          # the machinery on the tiny policy, minutes
+    # an ablation, paired task by task with an earlier benchmark (the same seed's sealed splits):
+    python bench/efficacy.py --preset cpu --seed 2 --archive-parents 1 \
+        --splits-from bench/results/efficacy-cpu-slot --out bench/results/efficacy-cpu-archive
+    python bench/efficacy.py --compare slot=bench/results/efficacy-cpu-slot archive=bench/results/efficacy-cpu-archive
 
 Per seed, from the same initial policy and starting harness (math):
   evolved       `meta-agent evolve` (skills proposer), the policy trained under the evolving main
@@ -11,7 +15,8 @@ Per seed, from the same initial policy and starting harness (math):
                 + noise reruns): what the search's extra compute buys when spent on plain training
 
 Every arm's per-task results are saved in OUT/seed-N/results/<arm>.json, and the report (OUT/report.md,
-report.json) is computed from them alone. Re-running with the same --out resumes: finished arms are kept.
+report.json) is computed from them alone, for the seeds of this invocation. Re-running with the same --out
+resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arm too; run the command again to resume.
 `make bench` leaves this one out (it runs for hours at --preset cpu); run it on its own.
 """
 
@@ -27,8 +32,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from meta_agent.efficacy.arms import SeedArms  # noqa: E402
+from meta_agent.efficacy.arms import SeedArms, stop_on_sigterm  # noqa: E402
 from meta_agent.efficacy.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
+from meta_agent.efficacy.splits import adopt, fingerprint  # noqa: E402
 from meta_agent.errors import UserError  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 
@@ -58,6 +64,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    ap.add_argument("--seed", type=int, action="append", metavar="N",
+                    help="run only seed N (repeatable; instead of --seeds)")
+    ap.add_argument("--splits-from", type=Path, metavar="OUT",
+                    help="score each seed on the same sealed splits as that seed of an earlier benchmark (its "
+                         "secret), so an ablation's rows are paired with it task by task")
     ap.add_argument("--out", type=Path, help="results folder (default bench/results/efficacy-<preset>)")
     ap.add_argument("--sandbox", default="auto", help="auto | bwrap | docker")
     ap.add_argument("--confirm-steps", type=int, default=None,
@@ -67,11 +78,14 @@ def main() -> None:
     ap.add_argument("--archive-parents", type=int, default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
     args = ap.parse_args()
+    stop_on_sigterm()
     if args.compare:
         rows = []
         for item in args.compare:
             label, _, folder = item.rpartition("=")
             report = EfficacyReport.model_validate_json((Path(folder) / "report.json").read_text())
+            for s in report.seeds:  # reports written before the splits were recorded
+                s.splits = s.splits or fingerprint(Path(folder) / f"seed-{s.seed}")
             rows.append((label or folder, report))
         print(compare(rows))
         return
@@ -88,8 +102,12 @@ def main() -> None:
     atomic_write_text(evolve_config, yaml.safe_dump(settings))
     search = {k: settings.get(k, 0) for k in ("confirm_steps", "archive_parents")}
     seeds = []
-    for seed in range(args.seeds):
+    if args.seed and any(s < 0 for s in args.seed):
+        raise UserError(f"--seed takes seeds >= 0, not {min(args.seed)}")
+    for seed in sorted(set(args.seed)) if args.seed else range(args.seeds):
         arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"])
+        if args.splits_from:
+            adopt(arms.dir, args.splits_from.resolve())
         seeds.append(seed_report(arms.dir, arms.run()))
     report = build("math", args.preset, seeds, search)
     atomic_write_text(out / "report.json", report.model_dump_json(indent=2))

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from meta_agent.domains.base import EvalResult
 from meta_agent.efficacy.arms import ARMS, SeedRun
+from meta_agent.efficacy.splits import fingerprint
 from meta_agent.stats import Interval, iqm, paired_bootstrap_ci, stratified_bootstrap_ci
 
 COMPARISONS = ("static", "reference", "static_total")
@@ -27,6 +28,9 @@ class SeedReport(BaseModel):
     delta: dict[str, Interval]
     """evolved - arm, paired over test tasks."""
     run: SeedRun
+    splits: str | None = None
+    """The fingerprint of the seed's sealed secret (efficacy/splits.py): rows that share it were scored on the
+    same test tasks. None in reports written before it was recorded."""
 
 
 class Summary(BaseModel):
@@ -60,7 +64,8 @@ def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
     accuracy = {arm: sum(p[i] for i in ids) / len(ids) for arm, p in per_task.items()}
     delta = {other: paired_bootstrap_ci([per_task["evolved"][i] for i in ids], [per_task[other][i] for i in ids])
              for other in COMPARISONS}
-    return SeedReport(seed=run.seed, accuracy=accuracy, n_tasks=len(ids), delta=delta, run=run)
+    return SeedReport(seed=run.seed, accuracy=accuracy, n_tasks=len(ids), delta=delta, run=run,
+                      splits=fingerprint(seed_dir))
 
 
 def build(domain: str, preset: str, seeds: list[SeedReport], search: dict[str, Any] | None = None
@@ -104,15 +109,25 @@ def render(report: EfficacyReport) -> str:
 
 
 def compare(rows: list[tuple[str, EfficacyReport]]) -> str:
-    """One line per (search setting, seed): the ablation table of the search's parts, from saved reports."""
-    lines = ["| search | seed | evolved | static | reference | evolved - static | evolved - reference | "
-             "merged | search steps |", "|---|---|---|---|---|---|---|---|---|"]
+    """One line per (search setting, seed): the ablation table of the search's parts, from saved reports.
+    Rows of one seed are paired only if they share its splits; a footnote says when they do not."""
+    lines = ["| search | seed | splits | evolved | static | reference | evolved - static | evolved - reference | "
+             "merged | search steps |", "|---|---|---|---|---|---|---|---|---|---|"]
+    splits: dict[int, list[str | None]] = {}
     for label, report in rows:
         for s in report.seeds:
             a = s.accuracy
             merged = "; ".join(s.run.merged) or "nothing"
-            lines.append(f"| {label} | {s.seed} | {a['evolved']:.3f} | {a['static']:.3f} | {a['reference']:.3f} | "
-                         f"{s.delta['static']} | {s.delta['reference']} | {merged} | {s.run.search.steps} |")
+            splits.setdefault(s.seed, []).append(s.splits)
+            lines.append(f"| {label} | {s.seed} | {s.splits or '?'} | {a['evolved']:.3f} | {a['static']:.3f} | "
+                         f"{a['reference']:.3f} | {s.delta['static']} | {s.delta['reference']} | {merged} | "
+                         f"{s.run.search.steps} |")
+    unpaired = sorted(seed for seed, names in splits.items()
+                      if len(names) > 1 and (len(set(names)) > 1 or None in names))
+    if unpaired:
+        lines += ["", f"Seed(s) {', '.join(map(str, unpaired))}: the rows were not (or not knowingly) scored on the "
+                  "same test tasks, so compare their deltas, not their accuracies (bench/efficacy.py --splits-from "
+                  "pairs a new benchmark with an earlier one)."]
     return "\n".join(lines) + "\n"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from meta_agent.efficacy.splits import fingerprint
 from tests.conftest import TEST_SANDBOX
 from tests.evolve.conftest import data_env
 
@@ -74,7 +75,10 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     assert table.returncode == 0, table.stderr[-2000:]
     rows = [line for line in table.stdout.splitlines() if line.startswith(("| greedy |", "| same |"))]
     evolved = f"{seed['accuracy']['evolved']:.3f}"
-    assert len(rows) == 2 and all(f"| 0 | {evolved} |" in row for row in rows), table.stdout
+    splits = seed["splits"]
+    assert splits == fingerprint(out / "seed-0") and len(splits) == 8, "which test tasks the seed was scored on"
+    assert len(rows) == 2 and all(f"| 0 | {splits} | {evolved} |" in row for row in rows), table.stdout
+    assert "not (or not knowingly)" not in table.stdout, "the same splits: paired rows"
     assert all(("; ".join(merged) or "nothing") in row for row in rows), "what the search merged, per row"
 
     # Killed in its last arm: wall.json is written only when the seed is done, yet the finished arms'

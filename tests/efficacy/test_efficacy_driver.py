@@ -1,0 +1,132 @@
+"""The benchmark driver as a user runs it: an ablation paired with an earlier benchmark's splits, a seed at a
+time, and a driver stopped by SIGTERM that takes its running arm down with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from meta_agent.efficacy.arms import SeedRun
+from meta_agent.efficacy.compute import Compute
+from meta_agent.efficacy.report import EfficacyReport, SeedReport, compare
+from meta_agent.efficacy.splits import adopt, fingerprint
+from meta_agent.errors import UserError
+from meta_agent.stats import Interval
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench" / "efficacy.py"
+
+
+def _secret(out: Path, seed: int, text: str) -> Path:
+    path = out / f"seed-{seed}" / "data" / "sealed-secret"
+    path.parent.mkdir(parents=True)
+    path.write_text(text + "\n")
+    return path
+
+
+def test_an_ablation_takes_each_seeds_splits_from_the_benchmark_it_is_compared_with(tmp_path: Path) -> None:
+    first = tmp_path / "slot"
+    _secret(first, 2, "a" * 64)
+    ablation = tmp_path / "archive" / "seed-2"
+    adopt(ablation, first)
+    copied = ablation / "data" / "sealed-secret"
+    assert copied.read_text().strip() == "a" * 64
+    assert copied.stat().st_mode & 0o077 == 0, "the secret stays private to its owner"
+    assert fingerprint(ablation) == fingerprint(first / "seed-2") is not None
+    adopt(ablation, first)  # resuming the ablation: the same secret, nothing to do
+
+    other = tmp_path / "other"
+    _secret(other, 2, "b" * 64)
+    with pytest.raises(UserError, match="another secret") as e:
+        adopt(ablation, other)  # its arms already drew tasks from the first secret: never overwritten
+    assert "delete" in str(e.value)
+    assert copied.read_text().strip() == "a" * 64
+    with pytest.raises(UserError, match="no seed-3"):
+        adopt(tmp_path / "archive" / "seed-3", first)
+    assert fingerprint(tmp_path / "archive" / "seed-3") is None
+
+
+def _report(seed: int, splits: str | None, evolved: float) -> EfficacyReport:
+    zero = Compute(steps=1, completions=8, runs=1)
+    run = SeedRun(seed=seed, compute={a: zero for a in ("evolved", "static", "reference", "static_total")},
+                  search=zero, wall_s={})
+    ci = Interval(mean=0.1, low=0.0, high=0.2, n=60)
+    seed_report = SeedReport(seed=seed, accuracy={"evolved": evolved, "static": 0.2, "reference": 0.3,
+                                                  "static_total": 0.2},
+                             n_tasks=60, delta={"static": ci, "reference": ci, "static_total": ci}, run=run,
+                             splits=splits)
+    return EfficacyReport(domain="math", preset="cpu", seeds=[seed_report], summary={})
+
+
+def test_the_ablation_table_says_which_rows_were_scored_on_the_same_tasks() -> None:
+    paired = compare([("slot", _report(2, "1234abcd", 0.2)), ("archive", _report(2, "1234abcd", 0.25))])
+    assert paired.count("| 1234abcd |") == 2 and "not (or not knowingly)" not in paired
+    unpaired = compare([("slot", _report(0, "1234abcd", 0.3)), ("archive", _report(0, "99999999", 0.25))])
+    assert "Seed(s) 0: the rows were not" in unpaired
+    unknown = compare([("old", _report(1, None, 0.3)), ("new", _report(1, "1234abcd", 0.25))])
+    assert "| old | 1 | ? |" in unknown and "Seed(s) 1:" in unknown
+    alone = compare([("slot", _report(0, None, 0.3)), ("archive", _report(2, "1234abcd", 0.25))])
+    assert "Seed(s)" not in alone, "one row per seed compares nothing"
+
+
+def test_the_driver_refuses_splits_it_cannot_pair_before_running_anything(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, str(BENCH), "--preset", "tiny", "--seed", "1", "--splits-from",
+                          str(tmp_path / "missing"), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0
+    assert "has no seed-1 to take splits from" in res.stderr and "Traceback" not in res.stderr
+    assert not (out / "seed-1" / "evolve").exists() and not (out / "seed-0").exists(), "only the seed asked for"
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from meta_agent.efficacy import arms
+    # a stand-in for a long arm: records its pid, then works until stopped
+    arms.META_AGENT = (sys.executable, "-c",
+                       "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)")
+    arms.stop_on_sigterm()
+    arms.run_meta_agent(sys.argv[1], data=Path(sys.argv[2]), who="seed 0")
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie has finished; only its parent's wait is missing
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_stopping_the_benchmark_with_sigterm_stops_the_arm_it_was_running(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(pidfile), str(tmp_path / "data")],
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (pidfile.is_file() and pidfile.read_text()) and time.monotonic() < deadline:
+            assert driver.poll() is None, "the driver died before its arm started"
+            time.sleep(0.1)
+        child = int(pidfile.read_text())
+        assert _alive(child)
+        driver.send_signal(signal.SIGTERM)  # what a scheduler does: the driver's pid only, not its group
+        assert driver.wait(timeout=60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child), "the arm outlived the benchmark: an orphan holding the run's lock and the CPU"
+    finally:
+        driver.kill()
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)
