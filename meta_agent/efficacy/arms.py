@@ -54,10 +54,20 @@ class SeedRun(BaseModel):
 
 
 def merged_titles(run_dir: Path) -> list[str]:
-    """What the search found: the merged candidates' titles, from the evolve run's journal."""
+    """What the search found: the merged candidates' titles, from the evolve run's journal. A candidate built
+    on an archived one (`archive_parents`) merged both changes, and its title says so."""
     log = EventLog(run_dir)
-    titles = {c.cand_id: c.title for c in log.of_type(CandidateCreated)}
-    return [titles.get(m.cand_id, m.cand_id) for m in log.of_type(Merged)]
+    created = {c.cand_id: c for c in log.of_type(CandidateCreated)}
+
+    def title(cand_id: str, depth: int = 0) -> str:
+        c = created.get(cand_id)
+        if c is None:
+            return cand_id
+        if c.parent is None or depth == 8:
+            return c.title
+        return f"{c.title}, on {c.parent} ({title(c.parent, depth + 1)})"
+
+    return [title(m.cand_id) for m in log.of_type(Merged)]
 
 
 def generation_time(run_dir: Path) -> dict[str, float]:

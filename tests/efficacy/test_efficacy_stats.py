@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from meta_agent.efficacy.arms import merged_titles
 from meta_agent.efficacy.compute import of_evolve
+from meta_agent.eventlog import EventLog
+from meta_agent.journal import CandidateCreated, Merged
 from meta_agent.stats import iqm, stratified_bootstrap_ci
 
 
@@ -41,3 +44,21 @@ def test_the_bootstrap_resamples_within_each_stratum() -> None:
     pooled = stratified_bootstrap_ci({"all": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]}, "mean")
     assert pooled.low < 0.5 < pooled.high
     assert stratified_bootstrap_ci({"s": [0.1, 0.2, 0.3, 5.0]}, "iqm").mean == pytest.approx(0.25)
+
+
+def test_a_merge_built_on_an_archived_candidate_is_reported_with_both_changes(tmp_path: Path) -> None:
+    log = EventLog(tmp_path)
+
+    def created(cand_id: str, title: str, parent: str | None = None) -> None:
+        log.append(CandidateCreated(cand_id=cand_id, run_id="r", gen=int(cand_id[-3]), k=int(cand_id[-1]),
+                                    branch=f"cand/{cand_id}", commit="a" * 40, ok=True, reason="", title=title,
+                                    kind="performance", skills=[],
+                                    parent=parent))
+
+    created("r/0-1", "Apply the recipe")
+    created("r/1-1", "Apply skill overlong-shaping", parent="r/0-1")
+    created("r/2-0", "Apply skill format-reward")
+    log.append(Merged(cand_id="r/1-1", merge_commit="c" * 40, branch="cand/r/1-1"))
+    log.append(Merged(cand_id="r/2-0", merge_commit="d" * 40, branch="cand/r/2-0"))
+    assert merged_titles(tmp_path) == ["Apply skill overlong-shaping, on r/0-1 (Apply the recipe)",
+                                       "Apply skill format-reward"]
