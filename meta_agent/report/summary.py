@@ -30,6 +30,8 @@ class CandidateLine(BaseModel):
     ci: list[float] | None = None
     branch: str = ""
     commit: str | None = None
+    parent: str | None = None
+    """The archived candidate it was built on (`archive_parents`): a merge of it brings that change too."""
 
 
 class RunSummary(BaseModel):
@@ -47,7 +49,7 @@ def collect(log: EventLog, final: dict[str, Any] | None) -> RunSummary:
         candidates.append(CandidateLine(
             cand_id=v.cand_id, title=v.title or (c.title if c else ""), kind=v.kind, skills=v.skills,
             verdict=v.verdict, stage=v.stage, reason=v.reason, delta=v.delta, ci=v.ci,
-            branch=c.branch if c else "", commit=c.commit if c else None))
+            branch=c.branch if c else "", commit=c.commit if c else None, parent=c.parent if c else None))
     return RunSummary(generations=log.of_type(GenerationDone), candidates=candidates, final=final or {})
 
 

@@ -94,11 +94,13 @@ def test_a_candidate_builds_on_an_archived_one_of_another_skill(run: Path) -> No
     chosen = [p for p in journal(run, ParentsChosen) if p["parents"]]
     assert chosen, "generation 1 built nothing on the archive"
     created = {c["cand_id"]: c for c in journal(run, CandidateCreated)}
+    summary = (run / "summary.md").read_text()
     for event in chosen:
         for k, (archived, base) in event["parents"].items():
             parent = created[archived]
             child = next(c for c in created.values() if c["gen"] == 1 and c["k"] == int(k))
             assert child["parent"] == archived
+            assert f"`{child['cand_id']}` {child['title']} (built on `{archived}`)" in summary, "the reviewer sees it"
             assert not set(child["skills"]) & set(parent["skills"]), "novelty: not the same knob twice"
             [v] = [v for v in _verdicts(run, 0) if v["cand_id"] == archived][-1:]
             assert v["verdict"] == "rejected" and v["stage"] == "gate" and float(str(v["delta"])) >= 0
