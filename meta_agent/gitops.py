@@ -144,6 +144,9 @@ def export_tree(repo: git.Repo, commit: str, dest: Path) -> Path:
 PROTECTED_PATHS = ("harness/__main__.py", "harness/io.py")
 """Files no candidate may change: the entry-point signatures and the boundary adapter."""
 NOTES_REF = "refs/notes/commits"
+ARCHIVE_MERGE = "Build on archived candidate "
+"""Subject of the merge commit that puts an archived candidate's change under a new candidate
+(evolve/archive.py), followed by that candidate's id: how a reader of git alone tells what it was built on."""
 
 
 def format_message(title: str, body: str = "", trailers: dict[str, str] | None = None) -> str:

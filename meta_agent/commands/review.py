@@ -89,8 +89,9 @@ def history(
                 table.add_row(r.short, _verdict(r), r.measured_kind, r.stage_reached, _delta(r), escape(skills))
             console.print(table)
             for r in here:
-                console.print(f"  [bold]{r.short}[/] {escape(r.title)}" + (f": {escape(r.hypothesis)}"
-                                                                          if r.hypothesis else ""))
+                on = f" (built on archived {escape(r.built_on)})" if r.built_on else ""
+                console.print(f"  [bold]{r.short}[/] {escape(r.title)}{on}" + (f": {escape(r.hypothesis)}"
+                                                                              if r.hypothesis else ""))
     console.print(f"one candidate in full: [bold]meta-agent show g0/c0 {harness}[/]"
                   + ("" if all_ or run_dir is not None else "; every run: --all"))
 
@@ -111,6 +112,9 @@ def show(
         return
     r = d.candidate
     console.print(f"[bold]{r.short}[/] {escape(r.cand_id)} · {escape(r.title)}")
+    if r.built_on:
+        console.print(f"[bold]built on[/] archived candidate {escape(r.built_on)}: its change is under this one "
+                      "(the diff below is this candidate's own; a merge brings both)")
     console.print(f"commit {r.commit or '(no longer in git)'}" + (f" · branch {r.branch}" if r.branch else "")
                   + (f" · merged as {r.merge_commit[:12]}" if r.merge_commit else ""), highlight=False)
     console.print(f"[bold]hypothesis[/] {escape(r.hypothesis)}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from meta_agent.agents.base import Hypothesis
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import RunContext
-from meta_agent.gitops import MergeConflict, is_merged, merge_commit
+from meta_agent.gitops import ARCHIVE_MERGE, MergeConflict, is_merged, merge_commit
 from meta_agent.journal import CandidateCreated, ParentsChosen, VerdictRecorded, with_repairs
 
 
@@ -74,7 +74,7 @@ def choose_parents(ctx: RunContext, main: str, hypotheses: list[Hypothesis], whe
         for e in [e for e in pool if e.cand_id not in used and not wanted & set(e.skills)]:
             used.add(e.cand_id)
             try:
-                commit = merge_commit(ctx.repo, e.commit, f"Build on archived candidate {e.cand_id}", target=main,
+                commit = merge_commit(ctx.repo, e.commit, f"{ARCHIVE_MERGE}{e.cand_id}", target=main,
                                       when=ctx.when(f"{when_key}/{k}"))
             except MergeConflict as conflict:
                 skipped.append(f"{e.cand_id}: {str(conflict)[:300]}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 from pydantic import BaseModel, Field, ValidationError
 
-from meta_agent.gitops import NOTES_REF, is_merged, trailers
+from meta_agent.gitops import ARCHIVE_MERGE, NOTES_REF, is_merged, trailers
 from meta_agent.verdicts import StageResult, Verdict
 
 CAND_ID = re.compile(r"^(?P<run>.+)/(?P<g>\d+)-(?P<k>\d+)$")
@@ -54,6 +54,8 @@ class CandidateRecord(BaseModel):
     ci: list[float] | None
     skills_used: list[str]
     skills_learned: list[str] = Field(default_factory=list, description="skills written from this candidate")
+    built_on: str | None = Field(None, description=(
+        "the archived candidate whose change lies under this one (--archive-parents): merging it brings both"))
     stages: list[StageRecord]
 
 
@@ -124,6 +126,21 @@ def runs_in_order(repo: git.Repo, records: list[CandidateRecord]) -> list[str]:
     return sorted(order, key=lambda run: order[run])
 
 
+def built_on(commit: git.Commit) -> str | None:
+    """The archived candidate under `commit`, from git alone: walking first parents from the candidate's
+    own commits, the first merge met is either archive.py's (its subject names the candidate) or main's."""
+    for _ in range(1000):
+        if len(commit.parents) >= 2:
+            subject = str(commit.summary)
+            if not subject.startswith(ARCHIVE_MERGE):
+                return None
+            return subject[len(ARCHIVE_MERGE):].strip() or None
+        if not commit.parents:
+            return None
+        commit = commit.parents[0]
+    return None
+
+
 def _record(repo: git.Repo, cand_id: str, sha: str, note: VerdictNote,
             merge_commits: list[str]) -> CandidateRecord | None:
     m = CAND_ID.match(cand_id)
@@ -143,7 +160,8 @@ def _record(repo: git.Repo, cand_id: str, sha: str, note: VerdictNote,
         verdict=v.verdict, merged=merge is not None, title=str(commit.summary) if commit is not None else "",
         hypothesis=t.get("Hypothesis", ""), predicted_effect=t.get("Predicted-Effect", ""),
         declared_kind=v.declared_kind, measured_kind=v.kind, stage_reached=reached, decided_at=v.stage,
-        reason=v.reason, delta=v.delta, ci=v.ci, skills_used=skills, stages=stages)
+        reason=v.reason, delta=v.delta, ci=v.ci, skills_used=skills, stages=stages,
+        built_on=built_on(commit) if commit is not None else None)
 
 
 def with_learned_skills(records: list[CandidateRecord], skill_roots: list[Path]) -> list[CandidateRecord]:

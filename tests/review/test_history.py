@@ -89,3 +89,25 @@ def test_plain_git_log_tells_the_same_story(tmp_path: Path) -> None:
         assert f"Candidate: {c['cand_id']}" in log
         assert f'"verdict": "{c["verdict"]}"' in log
         assert f'"reason": "{c["reason"]}"' in log
+
+
+def test_a_candidate_built_on_an_archived_one_names_it_from_git_alone(tmp_path: Path) -> None:
+    from meta_agent.gitops import ARCHIVE_MERGE, commit_dir, export_tree, init_harness, merge_commit, merge_no_ff
+    from meta_agent.review.candidates import built_on
+
+    repo = init_harness(tmp_path / "harness", "math")
+
+    def change(parent: str, branch: str, name: str) -> str:
+        work = export_tree(repo, parent, tmp_path / "work")
+        (work / "harness" / f"{name}.txt").write_text(name)
+        return commit_dir(repo, work, parent, branch, f"Apply {name}")
+
+    archived = change(repo.commit("main").hexsha, "cand/r/0-1", "recipe")
+    winner = change(repo.commit("main").hexsha, "cand/r/0-0", "winner")
+    merge_no_ff(repo, "cand/r/0-0", "Merge candidate r/0-0")  # main now ends in a merge of its own
+    under = merge_commit(repo, archived, f"{ARCHIVE_MERGE}r/0-1")
+    child = change(under, "cand/r/1-1", "shaping")
+    plain = change(repo.commit("main").hexsha, "cand/r/1-0", "format")
+    assert built_on(repo.commit(child)) == "r/0-1"
+    assert built_on(repo.commit(plain)) is None, "main's own merges are not an archived parent"
+    assert built_on(repo.commit(archived)) is None and built_on(repo.commit(winner)) is None

@@ -25,6 +25,7 @@ import yaml
 from meta_agent.efficacy.compute import of_evolve
 from meta_agent.journal import CandidateCreated, GenerationDone, ParentsChosen, StageDone, VerdictRecorded
 from meta_agent.paths import seed_skills
+from meta_agent.review.candidates import read_candidates
 from meta_agent.skills.evidence import set_status
 from meta_agent.skills.store import default_skill_set
 from tests.conftest import journal
@@ -95,12 +96,15 @@ def test_a_candidate_builds_on_an_archived_one_of_another_skill(run: Path) -> No
     assert chosen, "generation 1 built nothing on the archive"
     created = {c["cand_id"]: c for c in journal(run, CandidateCreated)}
     summary = (run / "summary.md").read_text()
+    history = {r.cand_id: r for r in read_candidates(repo)}
     for event in chosen:
         for k, (archived, base) in event["parents"].items():
             parent = created[archived]
             child = next(c for c in created.values() if c["gen"] == 1 and c["k"] == int(k))
             assert child["parent"] == archived
             assert f"`{child['cand_id']}` {child['title']} (built on `{archived}`)" in summary, "the reviewer sees it"
+            assert history[child["cand_id"]].built_on == archived, "and so does one who reads git alone"
+            assert history[archived].built_on is None
             assert not set(child["skills"]) & set(parent["skills"]), "novelty: not the same knob twice"
             [v] = [v for v in _verdicts(run, 0) if v["cand_id"] == archived][-1:]
             assert v["verdict"] == "rejected" and v["stage"] == "gate" and float(str(v["delta"])) >= 0
