@@ -78,7 +78,6 @@ def main() -> None:
     ap.add_argument("--archive-parents", type=int, default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
     args = ap.parse_args()
-    stop_on_sigterm()
     if args.compare:
         rows = []
         for item in args.compare:
@@ -89,6 +88,7 @@ def main() -> None:
             rows.append((label or folder, report))
         print(compare(rows))
         return
+    stop_on_sigterm()  # from here on the driver runs arms as child processes
     out = (args.out or ROOT / "bench" / "results" / f"efficacy-{args.preset}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     preset = PRESETS[args.preset]

@@ -11,10 +11,10 @@ without revealing it, so the ablation table can show which rows share their task
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from meta_agent.errors import UserError
+from meta_agent.fsutil import atomic_write_text
 from meta_agent.sealed import SECRET_FILE
 
 
@@ -47,12 +47,7 @@ def adopt(seed_dir: Path, source: Path) -> None:
             return
         raise UserError(f"{seed_dir} already drew its splits from another secret than {src}; its arms cannot be "
                         f"paired with {source}'s. Use a new --out, or delete {seed_dir} to start that seed over")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secret + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    atomic_write_text(dst, secret + "\n", mode=0o600)  # whole or absent: a torn copy would be another secret
 
 
 __all__ = ["adopt", "fingerprint", "secret_file"]
