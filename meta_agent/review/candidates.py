@@ -126,19 +126,14 @@ def runs_in_order(repo: git.Repo, records: list[CandidateRecord]) -> list[str]:
     return sorted(order, key=lambda run: order[run])
 
 
-def built_on(commit: git.Commit) -> str | None:
-    """The archived candidate under `commit`, from git alone: walking first parents from the candidate's
-    own commits, the first merge met is either archive.py's (its subject names the candidate) or main's."""
-    for _ in range(1000):
-        if len(commit.parents) >= 2:
-            subject = str(commit.summary)
-            if not subject.startswith(ARCHIVE_MERGE):
-                return None
-            return subject[len(ARCHIVE_MERGE):].strip() or None
-        if not commit.parents:
-            return None
-        commit = commit.parents[0]
-    return None
+def built_on(repo: git.Repo, sha: str) -> str | None:
+    """The archived candidate under commit `sha`, from git alone: on its first-parent line, the first merge
+    is either archive.py's (its subject names the candidate) or one of main's (built on main alone)."""
+    merge = repo.git.rev_list("--first-parent", "--merges", "-n", "1", sha).strip()
+    subject = str(repo.commit(merge).summary) if merge else ""
+    if not subject.startswith(ARCHIVE_MERGE):
+        return None
+    return subject[len(ARCHIVE_MERGE):].strip() or None
 
 
 def _record(repo: git.Repo, cand_id: str, sha: str, note: VerdictNote,
@@ -161,7 +156,7 @@ def _record(repo: git.Repo, cand_id: str, sha: str, note: VerdictNote,
         hypothesis=t.get("Hypothesis", ""), predicted_effect=t.get("Predicted-Effect", ""),
         declared_kind=v.declared_kind, measured_kind=v.kind, stage_reached=reached, decided_at=v.stage,
         reason=v.reason, delta=v.delta, ci=v.ci, skills_used=skills, stages=stages,
-        built_on=built_on(commit) if commit is not None else None)
+        built_on=built_on(repo, sha) if commit is not None else None)
 
 
 def with_learned_skills(records: list[CandidateRecord], skill_roots: list[Path]) -> list[CandidateRecord]:

@@ -108,6 +108,6 @@ def test_a_candidate_built_on_an_archived_one_names_it_from_git_alone(tmp_path: 
     under = merge_commit(repo, archived, f"{ARCHIVE_MERGE}r/0-1")
     child = change(under, "cand/r/1-1", "shaping")
     plain = change(repo.commit("main").hexsha, "cand/r/1-0", "format")
-    assert built_on(repo.commit(child)) == "r/0-1"
-    assert built_on(repo.commit(plain)) is None, "main's own merges are not an archived parent"
-    assert built_on(repo.commit(archived)) is None and built_on(repo.commit(winner)) is None
+    assert built_on(repo, child) == "r/0-1"
+    assert built_on(repo, plain) is None, "main's own merges are not an archived parent"
+    assert built_on(repo, archived) is None and built_on(repo, winner) is None
