@@ -15,8 +15,10 @@ Per seed, from the same initial policy and starting harness (math):
                 + noise reruns): what the search's extra compute buys when spent on plain training
 
 Every arm's per-task results are saved in OUT/seed-N/results/<arm>.json, and the report (OUT/report.md,
-report.json) is computed from them alone, for the seeds of this invocation. Re-running with the same --out
-resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arm too; run the command again to resume.
+report.json) is computed from them alone: for the seeds of this invocation and every seed finished earlier in
+the same --out with the same settings (so --seed 0, then --seed 1 in a later session, builds one report).
+Re-running with the same --out resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arm
+too; run the command again to resume.
 `make bench` leaves this one out (it runs for hours at --preset cpu); run it on its own.
 """
 
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from meta_agent.efficacy.arms import SeedArms, stop_on_sigterm  # noqa: E402
+from meta_agent.efficacy.finished import check_settings, finished_seeds  # noqa: E402
 from meta_agent.efficacy.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
 from meta_agent.efficacy.splits import adopt, fingerprint  # noqa: E402
 from meta_agent.errors import UserError  # noqa: E402
@@ -60,12 +63,22 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def arm_settings(preset_name: str, sandbox: str, **search: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what `rollout` and `eval` take, the evolve arm's config): the preset, with the search settings given
+    on the command line (None: the preset's)."""
+    preset = PRESETS[preset_name]
+    common = {"domain": "math", "policy": preset["policy"], "sandbox": {"backend": sandbox}, "math": preset["math"]}
+    chosen = {k: v for k, v in search.items() if v is not None}
+    return common, {**common, "proposer": "skills", **preset, **chosen}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--seed", type=int, action="append", metavar="N",
-                    help="run only seed N (repeatable; instead of --seeds)")
+                    help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
+                         "finished earlier in --out with the same settings")
     ap.add_argument("--splits-from", type=Path, metavar="OUT",
                     help="score each seed on the same sealed splits as that seed of an earlier benchmark (its "
                          "secret), so an ablation's rows are paired with it task by task")
@@ -92,23 +105,29 @@ def main() -> None:
     out = (args.out or ROOT / "bench" / "results" / f"efficacy-{args.preset}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     preset = PRESETS[args.preset]
-    common = {"domain": "math", "policy": preset["policy"], "sandbox": {"backend": args.sandbox},
-              "math": preset["math"]}
+    common, settings = arm_settings(args.preset, args.sandbox, confirm_steps=args.confirm_steps,
+                                    archive_parents=args.archive_parents)
     run_config, evolve_config = out / "run.yaml", out / "evolve.yaml"
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
-    chosen = {k: v for k, v in (("confirm_steps", args.confirm_steps), ("archive_parents", args.archive_parents))
-              if v is not None}
-    settings = {**common, "proposer": "skills", **preset, **chosen}
     atomic_write_text(evolve_config, yaml.safe_dump(settings))
     search = {k: settings.get(k, 0) for k in ("confirm_steps", "archive_parents")}
-    seeds = []
     if args.seed and any(s < 0 for s in args.seed):
         raise UserError(f"--seed takes seeds >= 0, not {min(args.seed)}")
-    for seed in sorted(set(args.seed)) if args.seed else range(args.seeds):
+    chosen_seeds = sorted(set(args.seed)) if args.seed else list(range(args.seeds))
+    seeds = []
+    for seed in chosen_seeds:
         arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"])
+        check_settings(arms.dir, settings)
         if args.splits_from:
             adopt(arms.dir, args.splits_from.resolve())
         seeds.append(seed_report(arms.dir, arms.run()))
+    earlier, left_out = finished_seeds(out, set(chosen_seeds), settings)
+    seeds = sorted(seeds + [seed_report(d, run) for d, run in earlier], key=lambda s: s.seed)
+    if earlier:
+        print(f"the report also covers seed(s) {', '.join(str(r.seed) for _, r in earlier)}, finished earlier in "
+              f"{out} with the same settings")
+    for line in left_out:
+        print(f"left out of the report: {line}")
     report = build("math", args.preset, seeds, search)
     atomic_write_text(out / "report.json", report.model_dump_json(indent=2))
     text = render(report)

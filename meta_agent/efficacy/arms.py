@@ -18,7 +18,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import yaml
 from pydantic import BaseModel, Field
 
 from meta_agent.efficacy.compute import Compute, EvolveCompute, of_evolve, of_training
@@ -51,6 +53,9 @@ class SeedRun(BaseModel):
     """Where the evolve run's generations spent their time (seconds): train, eval, proposer, wall."""
     merged: list[str] = Field(default_factory=list)
     """Titles of the candidates the evolve run merged into main, in merge order."""
+    settings: dict[str, Any] | None = None
+    """The benchmark settings (its evolve.yaml) the seed ran with; None in records written before they were
+    kept. A report covers only seeds whose settings match (efficacy/finished.py)."""
 
 
 def merged_titles(run_dir: Path) -> list[str]:
@@ -161,6 +166,7 @@ class SeedArms:
         reference = self._rollout("reference", self._reference_harness(), steps, wall)
         static_total = self._rollout("static_total", None, steps + evolve.search.steps, wall)
         run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
+                      settings=yaml.safe_load(self.evolve_config.read_text()),
                       evolve_time=generation_time(self.dir / "evolve"), merged=merged_titles(self.dir / "evolve"),
                       compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,
                                "static_total": static_total})

@@ -3,6 +3,7 @@ time, and a driver stopped by SIGTERM that takes its running arm down with it.""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -10,9 +11,11 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from meta_agent.domains.base import EvalResult, TaskResult
 from meta_agent.efficacy.arms import SeedRun
 from meta_agent.efficacy.compute import Compute
 from meta_agent.efficacy.report import EfficacyReport, SeedReport, compare
@@ -130,3 +133,64 @@ def test_stopping_the_benchmark_with_sigterm_stops_the_arm_it_was_running(tmp_pa
         driver.kill()
         if child is not None and _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def _bench_module() -> Any:
+    spec = importlib.util.spec_from_file_location("efficacy_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _finished_seed(out: Path, seed: int, settings: dict[str, Any], correct: int) -> None:
+    """A seed an earlier invocation finished: its per-task results and wall.json, no runs (as in a clone)."""
+    results = out / f"seed-{seed}" / "results"
+    results.mkdir(parents=True)
+    for arm in ("evolved", "static", "reference", "static_total"):
+        right = correct if arm == "evolved" else 1
+        tasks = [TaskResult(task_id=f"t{i}", correct=i < right, score=float(i < right)) for i in range(6)]
+        result = EvalResult(domain="math", split="test", policy=arm, score=Interval(mean=0, low=0, high=0, n=6),
+                            results=tasks, wall_time=1.0)
+        (results / f"{arm}.json").write_text(result.model_dump_json())
+    one = Compute(steps=1, completions=8, runs=1)
+    run = SeedRun(seed=seed, compute={a: one for a in ("evolved", "static", "reference", "static_total")},
+                  search=one, wall_s={"evolve": 60.0}, settings=settings)
+    (out / f"seed-{seed}" / "wall.json").write_text(run.model_dump_json())
+
+
+def _driver(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH), "--preset", "tiny", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_seed_at_a_time_builds_one_report_over_every_seed_finished_with_the_same_settings(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _, settings = _bench_module().arm_settings("tiny", "auto", archive_parents=1)
+    _finished_seed(out, 0, settings, correct=4)  # finished in an earlier session
+    _finished_seed(out, 1, settings, correct=5)  # the seed this invocation asks for (already done: no arm runs)
+    _finished_seed(out, 2, {**settings, "archive_parents": 0}, correct=6)  # another ablation's seed
+    (out / "seed-3" / "results").mkdir(parents=True)  # started, not finished
+
+    res = _driver("--seed", "1", "--archive-parents", "1", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    report = EfficacyReport.model_validate_json((out / "report.json").read_text())
+    assert [s.seed for s in report.seeds] == [0, 1], "seed 0 kept, seed 2 (other settings) and 3 (unfinished) not"
+    assert [s.accuracy["evolved"] for s in report.seeds] == [4 / 6, 5 / 6]
+    assert report.summary["static"].seeds == 2
+    assert "also covers seed(s) 0" in res.stdout
+    assert "left out of the report: seed 2: run with other settings (archive_parents)" in res.stdout
+    assert "seed 3" not in res.stdout
+    assert "2 seed(s)" in (out / "report.md").read_text()
+
+
+def test_a_seed_started_with_other_settings_is_refused_not_resumed_under_new_ones(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _, settings = _bench_module().arm_settings("tiny", "auto")
+    _finished_seed(out, 0, settings, correct=3)
+    before = (out / "seed-0" / "wall.json").read_text()
+    res = _driver("--seed", "0", "--archive-parents", "1", "--out", str(out))
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert "was run with other settings (archive_parents)" in res.stderr and "another --out" in res.stderr
+    assert not (out / "report.json").exists()
+    assert (out / "seed-0" / "wall.json").read_text() == before
