@@ -85,6 +85,17 @@ def _recipe(pool: list[Ranked]) -> list[Ranked]:
     return members
 
 
+def recipe_title(names: list[str], limit: int = 100) -> str:
+    """"Apply skills a + b + c together", within the title's length limit: names that do not fit are
+    counted ("and 2 more"), never cut mid-word (the commit title and the reports show it)."""
+    for shown in range(len(names), 0, -1):
+        rest = len(names) - shown
+        title = "Apply skills " + " + ".join(names[:shown]) + (f" and {rest} more" if rest else "") + " together"
+        if len(title) <= limit:
+            return title
+    return f"Apply {len(names)} skills together"
+
+
 def _recipe_hypothesis(members: list[Ranked], report: RolloutReport) -> Hypothesis:
     names = [r.skill.name for r in members]
     found = [(r.skill.meta, *_evidence(r, report)) for r in members]
@@ -95,7 +106,7 @@ def _recipe_hypothesis(members: list[Ranked], report: RolloutReport) -> Hypothes
                 effects.append(e)
     noise = f"{report.selection_noise:.3f}" if report.selection_noise is not None else "unmeasured"
     return Hypothesis(
-        title=("Apply skills " + " + ".join(names) + " together")[:100],
+        title=recipe_title(names),
         failure_mode=next((mode for *_, mode in found if mode), "selection_noise"),
         evidence=(f"Selection noise floor {noise}: training this short does not move the selection score, so "
                   "each training setting alone can only score a delta of 0; the triggered ones are tried "

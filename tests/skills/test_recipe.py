@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from meta_agent.agents.base import Hypothesis, ProposalContext, Workspace
-from meta_agent.agents.skills_proposer import SkillsProposer
+from meta_agent.agents.skills_proposer import SkillsProposer, recipe_title
 from meta_agent.gitops import export_tree, init_harness
 from meta_agent.paths import seed_skills
 from meta_agent.skills.runner import ALREADY_APPLIED, prepare_kit
@@ -45,6 +45,16 @@ def test_a_policy_that_does_not_move_gets_its_triggered_training_settings_as_one
     rest = [name for h in proposed for name in h.skills_used if h is not recipe]
     assert not set(rest) & set(recipe.skills_used), "a recipe member is not proposed alone beside it"
     assert "format-reward" in rest or "overlong-shaping" in rest, "reward shaping stays a candidate of its own"
+
+
+def test_a_long_recipe_title_counts_the_skills_it_cannot_name_instead_of_cutting_one() -> None:
+    names = ["learning-rate", "difficulty-curriculum", "mask-truncated", "clip-higher", "group-size"]
+    assert recipe_title(names[:2]) == "Apply skills learning-rate + difficulty-curriculum together"
+    title = recipe_title(names)
+    assert len(title) <= 100 and title.endswith(" and 2 more together"), title
+    assert all(name in title.split() for name in names[:3])
+    assert recipe_title(["x" * 120, "y"]) == "Apply 2 skills together"
+    Hypothesis(title=title, failure_mode="f", evidence="e", intervention="i", kind="performance")
 
 
 def test_validity_fixes_leave_a_slot_for_the_recipe_while_the_policy_does_not_move() -> None:
