@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +73,35 @@ def arm_settings(preset_name: str, sandbox: str, **search: int | None) -> tuple[
     return common, {**common, "proposer": "skills", **preset, **chosen}
 
 
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= low (a usage error naming the option, before any arm runs)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below {low}")
+        return value
+    return parse
+
+
+def saved_report(folder: Path) -> EfficacyReport:
+    """A finished benchmark's report.json, or the reason it cannot be compared."""
+    path = folder / "report.json"
+    if not path.is_file():
+        raise UserError(f"{folder} has no report.json: is it a finished benchmark's --out?")
+    try:
+        return EfficacyReport.model_validate_json(path.read_text())
+    except ValueError as e:
+        raise UserError(f"{path} is not an efficacy report ({str(e).splitlines()[0]})") from None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
-    ap.add_argument("--seed", type=int, action="append", metavar="N",
+    ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
+    ap.add_argument("--seed", type=at_least(0), action="append", metavar="N",
                     help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
                          "finished earlier in --out with the same settings")
     ap.add_argument("--splits-from", type=Path, metavar="OUT",
@@ -84,18 +109,18 @@ def main() -> None:
                          "secret), so an ablation's rows are paired with it task by task")
     ap.add_argument("--out", type=Path, help="results folder (default bench/results/efficacy-<preset>)")
     ap.add_argument("--sandbox", default="auto", help="auto | bwrap | docker")
-    ap.add_argument("--confirm-steps", type=int, default=None,
+    ap.add_argument("--confirm-steps", type=at_least(0), default=None,
                     help="the evolve arm's confirmation rung (successive halving; default: the preset's)")
     ap.add_argument("--compare", nargs="+", metavar="LABEL=OUT",
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
-    ap.add_argument("--archive-parents", type=int, default=None,
+    ap.add_argument("--archive-parents", type=at_least(0), default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
     args = ap.parse_args()
     if args.compare:
         rows = []
         for item in args.compare:
             label, _, folder = item.rpartition("=")
-            report = EfficacyReport.model_validate_json((Path(folder) / "report.json").read_text())
+            report = saved_report(Path(folder))
             for s in report.seeds:  # reports written before the splits were recorded
                 s.splits = s.splits or fingerprint(Path(folder) / f"seed-{s.seed}")
             rows.append((label or folder, report))
@@ -111,8 +136,6 @@ def main() -> None:
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
     atomic_write_text(evolve_config, yaml.safe_dump(settings))
     search = {k: settings.get(k, 0) for k in ("confirm_steps", "archive_parents")}
-    if args.seed and any(s < 0 for s in args.seed):
-        raise UserError(f"--seed takes seeds >= 0, not {min(args.seed)}")
     chosen_seeds = sorted(set(args.seed)) if args.seed else list(range(args.seeds))
     seeds = []
     for seed in chosen_seeds:

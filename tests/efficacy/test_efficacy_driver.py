@@ -194,3 +194,20 @@ def test_a_seed_started_with_other_settings_is_refused_not_resumed_under_new_one
     assert "was run with other settings (archive_parents)" in res.stderr and "another --out" in res.stderr
     assert not (out / "report.json").exists()
     assert (out / "seed-0" / "wall.json").read_text() == before
+
+
+def test_bad_arguments_are_refused_with_the_reason_before_anything_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    for args, reason in ((["--seeds", "0"], "--seeds: 0 is below 1"), (["--seed", "-1"], "--seed: -1 is below 0"),
+                         (["--archive-parents", "two"], "'two' is not a whole number"),
+                         (["--confirm-steps", "-4"], "--confirm-steps: -4 is below 0")):
+        res = _driver(*args, "--out", str(out))
+        assert res.returncode == 2 and reason in res.stderr, (args, res.stderr)
+    assert not out.exists(), "nothing was set up for a command that was refused"
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "report.json").write_text('{"seeds": "many"}')
+    for folder, reason in ((tmp_path / "missing", "has no report.json"),
+                           (tmp_path / "notes", "is not an efficacy report")):
+        res = _driver("--compare", f"x={folder}")
+        assert res.returncode == 1 and reason in res.stderr and "Traceback" not in res.stderr, res.stderr
