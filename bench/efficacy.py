@@ -99,7 +99,9 @@ def saved_report(folder: Path) -> EfficacyReport:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
+                    help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
+                         "cores, 71-120 min a seed here; gpu: sized for one GPU (not yet measured)")
     ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--seed", type=at_least(0), action="append", metavar="N",
                     help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
@@ -108,7 +110,9 @@ def main() -> None:
                     help="score each seed on the same sealed splits as that seed of an earlier benchmark (its "
                          "secret), so an ablation's rows are paired with it task by task")
     ap.add_argument("--out", type=Path, help="results folder (default bench/results/efficacy-<preset>)")
-    ap.add_argument("--sandbox", default="auto", help="auto | bwrap | docker")
+    ap.add_argument("--sandbox", default="auto",
+                    help="where harness code runs: auto (default: Docker when an engine answers, else bubblewrap), "
+                         "bwrap or docker")
     ap.add_argument("--confirm-steps", type=at_least(0), default=None,
                     help="the evolve arm's confirmation rung (successive halving; default: the preset's)")
     ap.add_argument("--compare", nargs="+", metavar="LABEL=OUT",
