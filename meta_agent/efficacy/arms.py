@@ -58,6 +58,11 @@ class SeedRun(BaseModel):
     kept. A report covers only seeds whose settings match (efficacy/finished.py)."""
 
 
+def finished(seed_dir: Path) -> bool:
+    """Every arm of the seed has its per-task results saved."""
+    return all((seed_dir / "results" / f"{arm}.json").is_file() for arm in ARMS)
+
+
 def merged_titles(run_dir: Path) -> list[str]:
     """What the search found: the merged candidates' titles, from the evolve run's journal. A candidate built
     on an archived one (`archive_parents`) merged both changes, and its title says so."""
@@ -154,7 +159,7 @@ class SeedArms:
     def run(self) -> SeedRun:
         timing_file, arm_seconds = self.dir / "wall.json", self.dir / ARM_SECONDS
         saved = SeedRun.model_validate_json(timing_file.read_text()) if timing_file.is_file() else None
-        if saved is not None and self._finished() and not self._runs_kept():
+        if saved is not None and finished(self.dir) and not self._runs_kept():
             # bench/results keeps a finished seed's per-task results and this record, not its runs and
             # checkpoints (.gitignore): a clone that adds seeds must not recount this one from runs it lacks.
             return saved
@@ -172,9 +177,6 @@ class SeedArms:
                                "static_total": static_total})
         atomic_write_text(timing_file, run.model_dump_json(indent=2))
         return run
-
-    def _finished(self) -> bool:
-        return all((self.results / f"{arm}.json").is_file() for arm in ARMS)
 
     def _runs_kept(self) -> bool:
         return (self.dir / "evolve" / "events.jsonl").is_file() and all(

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from meta_agent.efficacy.arms import ARMS, SeedRun
+from meta_agent.efficacy.arms import SeedRun, finished
 from meta_agent.errors import UserError
 
 IGNORED = frozenset({"sandbox"})
@@ -34,14 +34,16 @@ def differing(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     return out
 
 
-def recorded_settings(seed_dir: Path) -> dict[str, Any] | None:
-    """The settings a seed was run with: its wall.json's, or (a seed still running, or finished before they
-    were recorded there) its evolve run's run.json, when that run is on disk."""
+def saved_run(seed_dir: Path) -> SeedRun | None:
     wall = seed_dir / "wall.json"
-    if wall.is_file():
-        settings = SeedRun.model_validate_json(wall.read_text()).settings
-        if settings is not None:
-            return settings
+    return SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
+
+
+def recorded_settings(seed_dir: Path, run: SeedRun | None) -> dict[str, Any] | None:
+    """The settings a seed was run with: its wall.json's (`run`), or (a seed still running, or finished
+    before they were recorded there) its evolve run's run.json, when that run is on disk."""
+    if run is not None and run.settings is not None:
+        return run.settings
     try:
         settings = json.loads((seed_dir / "evolve" / "run.json").read_text()).get("settings")
     except (OSError, ValueError):
@@ -52,7 +54,7 @@ def recorded_settings(seed_dir: Path) -> dict[str, Any] | None:
 def check_settings(seed_dir: Path, settings: dict[str, Any]) -> None:
     """Refuse to go on with (or report) a seed that was started with other settings: its saved arms would be
     reported under the new ones, and a resumed evolve run would go on with its own."""
-    theirs = recorded_settings(seed_dir)
+    theirs = recorded_settings(seed_dir, saved_run(seed_dir))
     if theirs is not None and (differ := differing(settings, theirs)):
         raise UserError(f"{seed_dir} was run with other settings ({', '.join(differ)}): use another --out, or "
                         f"delete {seed_dir} to run it again with these")
@@ -67,15 +69,15 @@ def finished_seeds(out: Path, skip: set[int], settings: dict[str, Any]
     numbered = {int(m.group(1)): p for p in out.glob("seed-*") if (m := re.fullmatch(r"seed-(\d+)", p.name))}
     for seed in sorted(set(numbered) - skip):
         seed_dir = numbered[seed]
-        wall = seed_dir / "wall.json"
-        if not wall.is_file() or not all((seed_dir / "results" / f"{arm}.json").is_file() for arm in ARMS):
+        run = saved_run(seed_dir)
+        if run is None or not finished(seed_dir):
             continue  # unfinished: the command that runs it reports it
-        theirs = recorded_settings(seed_dir)
+        theirs = recorded_settings(seed_dir, run)
         if theirs is None:
             left_out.append(f"seed {seed}: its settings were not recorded (finished by an older driver, and its "
                             f"evolve run is gone); run it with --seed {seed} to report it")
         elif differ := differing(settings, theirs):
             left_out.append(f"seed {seed}: run with other settings ({', '.join(differ)})")
         else:
-            kept.append((seed_dir, SeedRun.model_validate_json(wall.read_text())))
+            kept.append((seed_dir, run))
     return kept, left_out

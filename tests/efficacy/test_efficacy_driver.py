@@ -4,6 +4,7 @@ time, and a driver stopped by SIGTERM that takes its running arm down with it.""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from meta_agent.domains.base import EvalResult, TaskResult
-from meta_agent.efficacy.arms import SeedRun
+from meta_agent.efficacy.arms import ARMS, SeedRun
 from meta_agent.efficacy.compute import Compute
 from meta_agent.efficacy.report import EfficacyReport, SeedReport, compare
 from meta_agent.efficacy.splits import adopt, fingerprint
@@ -143,19 +144,18 @@ def _bench_module() -> Any:
     return module
 
 
-def _finished_seed(out: Path, seed: int, settings: dict[str, Any], correct: int) -> None:
+def _finished_seed(out: Path, seed: int, settings: dict[str, Any] | None, correct: int) -> None:
     """A seed an earlier invocation finished: its per-task results and wall.json, no runs (as in a clone)."""
     results = out / f"seed-{seed}" / "results"
     results.mkdir(parents=True)
-    for arm in ("evolved", "static", "reference", "static_total"):
+    for arm in ARMS:
         right = correct if arm == "evolved" else 1
         tasks = [TaskResult(task_id=f"t{i}", correct=i < right, score=float(i < right)) for i in range(6)]
         result = EvalResult(domain="math", split="test", policy=arm, score=Interval(mean=0, low=0, high=0, n=6),
                             results=tasks, wall_time=1.0)
         (results / f"{arm}.json").write_text(result.model_dump_json())
     one = Compute(steps=1, completions=8, runs=1)
-    run = SeedRun(seed=seed, compute={a: one for a in ("evolved", "static", "reference", "static_total")},
-                  search=one, wall_s={"evolve": 60.0}, settings=settings)
+    run = SeedRun(seed=seed, compute={a: one for a in ARMS}, search=one, wall_s={"evolve": 60.0}, settings=settings)
     (out / f"seed-{seed}" / "wall.json").write_text(run.model_dump_json())
 
 
@@ -171,17 +171,22 @@ def test_a_seed_at_a_time_builds_one_report_over_every_seed_finished_with_the_sa
     _finished_seed(out, 1, settings, correct=5)  # the seed this invocation asks for (already done: no arm runs)
     _finished_seed(out, 2, {**settings, "archive_parents": 0}, correct=6)  # another ablation's seed
     (out / "seed-3" / "results").mkdir(parents=True)  # started, not finished
+    _finished_seed(out, 4, None, correct=2)  # finished by an older driver: its evolve run still says how
+    (out / "seed-4" / "evolve").mkdir()
+    (out / "seed-4" / "evolve" / "run.json").write_text(json.dumps({"settings": {**settings, "seed": 4}}))
+    _finished_seed(out, 5, None, correct=1)  # ... and one whose run is gone
 
     res = _driver("--seed", "1", "--archive-parents", "1", "--out", str(out))
     assert res.returncode == 0, res.stderr
     report = EfficacyReport.model_validate_json((out / "report.json").read_text())
-    assert [s.seed for s in report.seeds] == [0, 1], "seed 0 kept, seed 2 (other settings) and 3 (unfinished) not"
-    assert [s.accuracy["evolved"] for s in report.seeds] == [4 / 6, 5 / 6]
-    assert report.summary["static"].seeds == 2
-    assert "also covers seed(s) 0" in res.stdout
+    assert [s.seed for s in report.seeds] == [0, 1, 4], "2 (other settings), 3 (unfinished), 5 (unknown) left out"
+    assert [s.accuracy["evolved"] for s in report.seeds] == [4 / 6, 5 / 6, 2 / 6]
+    assert report.summary["static"].seeds == 3
+    assert "also covers seed(s) 0, 4" in res.stdout
     assert "left out of the report: seed 2: run with other settings (archive_parents)" in res.stdout
+    assert "left out of the report: seed 5: its settings were not recorded" in res.stdout
     assert "seed 3" not in res.stdout
-    assert "2 seed(s)" in (out / "report.md").read_text()
+    assert "3 seed(s)" in (out / "report.md").read_text()
 
 
 def test_a_seed_started_with_other_settings_is_refused_not_resumed_under_new_ones(tmp_path: Path) -> None:
