@@ -1,5 +1,6 @@
 """The benchmark's arms for one seed, each a real meta-agent command, each skipped when its saved
-result exists (so a killed benchmark picks up where it stopped).
+result exists (so a killed benchmark picks up where it stopped, even on a machine that kept only the
+results and the arms' records, not the runs: ARMS_RECORD).
 
 - evolve:   `meta-agent evolve --control static`: the evolved policy, and the static harness trained
             with the same steps and completions (the run's own control arm); both scored on the test split.
@@ -35,9 +36,13 @@ from meta_agent.sealed import SECRET_ENV
 ARMS = ("evolved", "static", "reference", "static_total")
 META_AGENT = (sys.executable, "-m", "meta_agent")
 """How the arms run meta-agent: in a fresh interpreter, like a user's shell would."""
-ARM_SECONDS = "arm-seconds.json"
-"""Each finished arm's wall seconds, written as soon as it finishes: a benchmark killed in a later arm
-keeps them (wall.json is written only when the whole seed is done)."""
+ARMS_RECORD = "arms.json"
+"""Each finished arm's record (wall seconds, compute, and what the evolve run found), written as soon as the
+arm finishes. bench/results keeps it with the per-task results but not the runs (.gitignore), so a benchmark
+killed in a later arm, on a machine that kept only the tracked files, still finishes the seed: without it a
+saved result whose run is gone cannot have its compute counted, and the whole seed had to be re-run."""
+LEGACY_SECONDS = "arm-seconds.json"
+"""What drivers before ARMS_RECORD kept: the finished arms' wall seconds only."""
 
 
 class SeedRun(BaseModel):
@@ -56,6 +61,30 @@ class SeedRun(BaseModel):
     settings: dict[str, Any] | None = None
     """The benchmark settings (its evolve.yaml) the seed ran with; None in records written before they were
     kept. A report covers only seeds whose settings match (efficacy/finished.py)."""
+
+
+class ArmRecord(BaseModel):
+    """A finished `rollout` arm (reference, static_total): what it cost."""
+
+    wall_s: float
+    compute: Compute
+
+
+class EvolveRecord(BaseModel):
+    """The finished evolve arm: what it cost and what its run found, read from the run before it may be lost."""
+
+    wall_s: float
+    compute: EvolveCompute
+    time: dict[str, float]
+    """Where its generations spent their time (generation_time)."""
+    merged: list[str]
+
+
+class ArmRecords(BaseModel):
+    """ARMS_RECORD: one entry per finished arm."""
+
+    evolve: EvolveRecord | None = None
+    rollouts: dict[str, ArmRecord] = Field(default_factory=dict)
 
 
 def finished(seed_dir: Path) -> bool:
@@ -157,38 +186,46 @@ class SeedArms:
         return run_meta_agent(*args, data=self.dir / "data", who=f"seed {self.seed}")
 
     def run(self) -> SeedRun:
-        timing_file, arm_seconds = self.dir / "wall.json", self.dir / ARM_SECONDS
-        saved = SeedRun.model_validate_json(timing_file.read_text()) if timing_file.is_file() else None
-        if saved is not None and finished(self.dir) and not self._runs_kept():
-            # bench/results keeps a finished seed's per-task results and this record, not its runs and
-            # checkpoints (.gitignore): a clone that adds seeds must not recount this one from runs it lacks.
-            return saved
-        wall: dict[str, float] = saved.wall_s if saved is not None else {}
-        if arm_seconds.is_file():
-            wall |= {k: float(v) for k, v in json.loads(arm_seconds.read_text()).items()}
-        evolve = self._evolve(wall)
-        steps = evolve.evolved.steps
-        reference = self._rollout("reference", self._reference_harness(), steps, wall)
-        static_total = self._rollout("static_total", None, steps + evolve.search.steps, wall)
-        run = SeedRun(seed=self.seed, search=evolve.search, wall_s=wall,
-                      settings=yaml.safe_load(self.evolve_config.read_text()),
-                      evolve_time=generation_time(self.dir / "evolve"), merged=merged_titles(self.dir / "evolve"),
-                      compute={"evolved": evolve.evolved, "static": evolve.static, "reference": reference,
-                               "static_total": static_total})
+        timing_file = self.dir / "wall.json"
+        record = self.dir / ARMS_RECORD
+        records = ArmRecords.model_validate_json(record.read_text()) if record.is_file() else ArmRecords()
+        if timing_file.is_file() and finished(self.dir) and not record.is_file():
+            # Finished by a driver older than ARMS_RECORD: its wall.json is the whole record.
+            return SeedRun.model_validate_json(timing_file.read_text())
+        evolve = records.evolve if records.evolve and self._saved("evolved", "static") else self._evolve(records)
+        steps = evolve.compute.evolved.steps
+        reference = self._rollout("reference", self._reference_harness(), steps, records)
+        static_total = self._rollout("static_total", None, steps + evolve.compute.search.steps, records)
+        wall = {"evolve": evolve.wall_s, "reference": reference.wall_s, "static_total": static_total.wall_s}
+        run = SeedRun(seed=self.seed, search=evolve.compute.search, wall_s=wall,
+                      settings=yaml.safe_load(self.evolve_config.read_text()), evolve_time=evolve.time,
+                      merged=evolve.merged,
+                      compute={"evolved": evolve.compute.evolved, "static": evolve.compute.static,
+                               "reference": reference.compute, "static_total": static_total.compute})
         atomic_write_text(timing_file, run.model_dump_json(indent=2))
         return run
 
-    def _runs_kept(self) -> bool:
-        return (self.dir / "evolve" / "events.jsonl").is_file() and all(
-            (self.dir / arm / "train").is_dir() for arm in ("reference", "static_total"))
+    def _saved(self, *arms: str) -> bool:
+        """The arms' per-task results are saved (a deleted one asks for its arm again, record or not)."""
+        return all((self.results / f"{arm}.json").is_file() for arm in arms)
+
+    def _keep(self, records: ArmRecords) -> None:
+        """Save the finished arms' records now (see ARMS_RECORD)."""
+        atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
+
+    def _legacy_seconds(self, arm: str) -> float | None:
+        path = self.dir / LEGACY_SECONDS
+        return json.loads(path.read_text()).get(arm) if path.is_file() else None
 
     def _counted(self, result: Path, run: Path) -> None:
-        """A saved result whose run is gone cannot have its compute counted; say so instead of counting 0."""
+        """A saved result whose run is gone and that has no record cannot have its compute counted; say so
+        instead of counting 0."""
         if result.is_file() and not run.exists():
-            raise UserError(f"{self.dir}: {result.name} is saved but not the run that made it ({run}), so its "
-                            f"compute cannot be counted: delete {result} to run that arm again")
+            raise UserError(f"{self.dir}: {result.name} is saved but neither its record ({ARMS_RECORD}) nor the "
+                            f"run that made it ({run}), so its compute cannot be counted: delete {result} to run "
+                            f"that arm again")
 
-    def _evolve(self, wall: dict[str, float]) -> EvolveCompute:
+    def _evolve(self, records: ArmRecords) -> EvolveRecord:
         run_dir = self.dir / "evolve"
         evolved, static = self.results / "evolved.json", self.results / "static.json"
         self._counted(evolved, run_dir / "events.jsonl")
@@ -198,17 +235,14 @@ class SeedArms:
             else:
                 self._meta_agent("evolve", "--config", str(self.evolve_config), "--seed", str(self.seed),
                                  "--control", "static", "--run-dir", str(run_dir))
-            # From the run's journal, not this process's clock: a benchmark killed and resumed (perhaps more
-            # than once) measured only its last part, and the downtime between the parts is no one's work.
-            wall["evolve"] = run_seconds(EventLog(run_dir))
             shutil.copyfile(run_dir / "final" / "evolved-test.json", evolved)
             shutil.copyfile(run_dir / "final" / "static-test.json", static)
-            self._keep(wall)
-        return of_evolve(run_dir)
-
-    def _keep(self, wall: dict[str, float]) -> None:
-        """Save the finished arms' seconds now (see ARM_SECONDS)."""
-        atomic_write_text(self.dir / ARM_SECONDS, json.dumps(wall, indent=2))
+        # From the run's journal, not this process's clock: a benchmark killed and resumed (perhaps more
+        # than once) measured only its last part, and the downtime between the parts is no one's work.
+        records.evolve = EvolveRecord(wall_s=run_seconds(EventLog(run_dir)), compute=of_evolve(run_dir),
+                                      time=generation_time(run_dir), merged=merged_titles(run_dir))
+        self._keep(records)
+        return records.evolve
 
     def _reference_harness(self) -> Path:
         harness = self.dir / "reference-harness"
@@ -216,10 +250,14 @@ class SeedArms:
             make_reference_harness(harness, self.domain)
         return harness
 
-    def _rollout(self, arm: str, harness: Path | None, steps: int, wall: dict[str, float]) -> Compute:
+    def _rollout(self, arm: str, harness: Path | None, steps: int, records: ArmRecords) -> ArmRecord:
         run_dir, result = self.dir / arm, self.results / f"{arm}.json"
+        if arm in records.rollouts and self._saved(arm):
+            return records.rollouts[arm]
         self._counted(result, run_dir / "train")
-        if not result.is_file():
+        if result.is_file():  # finished under a driver older than ARMS_RECORD, its run still here
+            seconds = self._legacy_seconds(arm) or 0.0
+        else:
             seconds = 0.0
             if not (run_dir / "train" / "report.json").is_file():
                 if run_dir.exists():
@@ -231,6 +269,6 @@ class SeedArms:
             seconds += self._meta_agent("eval", "--config", str(self.config), "--domain", self.domain,
                                         "--policy", str(run_dir / "train" / "checkpoint"), "--split", "test",
                                         *limit, "--out", str(result), "--show", "0")
-            wall[arm] = seconds
-            self._keep(wall)
-        return of_training(run_dir / "train")
+        records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
+        self._keep(records)
+        return records.rollouts[arm]
