@@ -83,6 +83,9 @@ class EvolveRecord(BaseModel):
 class ArmRecords(BaseModel):
     """ARMS_RECORD: one entry per finished arm."""
 
+    settings: dict[str, Any] | None = None
+    """The benchmark settings the seed runs with (its evolve.yaml): what says, once the evolve run is gone, that
+    a later invocation with other settings must not finish this seed (efficacy/finished.py)."""
     evolve: EvolveRecord | None = None
     rollouts: dict[str, ArmRecord] = Field(default_factory=dict)
 
@@ -192,13 +195,14 @@ class SeedArms:
         if timing_file.is_file() and finished(self.dir) and not record.is_file():
             # Finished by a driver older than ARMS_RECORD: its wall.json is the whole record.
             return SeedRun.model_validate_json(timing_file.read_text())
+        records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
         evolve = records.evolve if records.evolve and self._saved("evolved", "static") else self._evolve(records)
         steps = evolve.compute.evolved.steps
         reference = self._rollout("reference", self._reference_harness(), steps, records)
         static_total = self._rollout("static_total", None, steps + evolve.compute.search.steps, records)
         wall = {"evolve": evolve.wall_s, "reference": reference.wall_s, "static_total": static_total.wall_s}
         run = SeedRun(seed=self.seed, search=evolve.compute.search, wall_s=wall,
-                      settings=yaml.safe_load(self.evolve_config.read_text()), evolve_time=evolve.time,
+                      settings=records.settings, evolve_time=evolve.time,
                       merged=evolve.merged,
                       compute={"evolved": evolve.compute.evolved, "static": evolve.compute.static,
                                "reference": reference.compute, "static_total": static_total.compute})

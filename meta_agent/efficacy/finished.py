@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from meta_agent.efficacy.arms import SeedRun, finished
+from meta_agent.efficacy.arms import ARMS_RECORD, ArmRecords, SeedRun, finished
 from meta_agent.errors import UserError
 
 IGNORED = frozenset({"sandbox"})
@@ -40,10 +40,14 @@ def saved_run(seed_dir: Path) -> SeedRun | None:
 
 
 def recorded_settings(seed_dir: Path, run: SeedRun | None) -> dict[str, Any] | None:
-    """The settings a seed was run with: its wall.json's (`run`), or (a seed still running, or finished
-    before they were recorded there) its evolve run's run.json, when that run is on disk."""
+    """The settings a seed was run with: its wall.json's (`run`), else its arms' record (a seed not finished,
+    whose runs may be gone), else (finished before either recorded them) its evolve run's run.json, when that
+    run is on disk."""
     if run is not None and run.settings is not None:
         return run.settings
+    record = seed_dir / ARMS_RECORD
+    if record.is_file() and (settings := ArmRecords.model_validate_json(record.read_text()).settings) is not None:
+        return settings
     try:
         settings = json.loads((seed_dir / "evolve" / "run.json").read_text()).get("settings")
     except (OSError, ValueError):

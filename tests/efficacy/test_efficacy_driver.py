@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from meta_agent.domains.base import EvalResult, TaskResult
-from meta_agent.efficacy.arms import ARMS, SeedRun
+from meta_agent.efficacy.arms import ARMS, ARMS_RECORD, ArmRecords, SeedRun
 from meta_agent.efficacy.compute import Compute
 from meta_agent.efficacy.report import EfficacyReport, SeedReport, compare
 from meta_agent.efficacy.splits import adopt, fingerprint
@@ -199,6 +199,14 @@ def test_a_seed_started_with_other_settings_is_refused_not_resumed_under_new_one
     assert "was run with other settings (archive_parents)" in res.stderr and "another --out" in res.stderr
     assert not (out / "report.json").exists()
     assert (out / "seed-0" / "wall.json").read_text() == before
+
+    # Unfinished, its evolve run lost with its machine: the arms' record still says how it was started.
+    started = out / "seed-1"
+    started.mkdir()
+    (started / ARMS_RECORD).write_text(ArmRecords(settings=settings).model_dump_json())
+    res = _driver("--seed", "1", "--archive-parents", "1", "--out", str(out))
+    assert res.returncode != 0 and "was run with other settings (archive_parents)" in res.stderr, res.stderr
+    assert not (started / "evolve").exists(), "nothing ran"
 
 
 def test_bad_arguments_are_refused_with_the_reason_before_anything_runs(tmp_path: Path) -> None:
