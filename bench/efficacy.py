@@ -1,6 +1,6 @@
 """Does evolving the harness beat leaving it alone? Four arms per seed, scored on the sealed test split.
 
-    python bench/efficacy.py --preset cpu [--seeds 3] [--out bench/results/efficacy-cpu]
+    python bench/efficacy.py --preset cpu [--seeds 3] [--out runs/efficacy-cpu]
     python bench/efficacy.py --preset tiny --seeds 1          # the machinery on the tiny policy, minutes
     # an ablation, paired task by task with an earlier benchmark (the same seed's sealed splits):
     python bench/efficacy.py --preset cpu --seed 2 --archive-parents 1 \
@@ -109,7 +109,9 @@ def main() -> None:
     ap.add_argument("--splits-from", type=Path, metavar="OUT",
                     help="score each seed on the same sealed splits as that seed of an earlier benchmark (its "
                          "secret), so an ablation's rows are paired with it task by task")
-    ap.add_argument("--out", type=Path, help="results folder (default bench/results/efficacy-<preset>)")
+    ap.add_argument("--out", type=Path,
+                    help="results folder (default ./runs/efficacy-<preset>, beside evolve's runs; bench/results holds "
+                         "the measurements the docs report: compare yours with them, --compare)")
     ap.add_argument("--sandbox", default="auto",
                     help="where harness code runs: auto (default: Docker when an engine answers, else bubblewrap), "
                          "bwrap or docker")
@@ -131,7 +133,9 @@ def main() -> None:
         print(compare(rows))
         return
     stop_on_sigterm()  # from here on the driver runs arms as child processes
-    out = (args.out or ROOT / "bench" / "results" / f"efficacy-{args.preset}").resolve()
+    # Not into bench/results: its folders are the docs' records, and a run there would resume (or refuse)
+    # their seeds and overwrite their settings files.
+    out = (args.out or Path("runs") / f"efficacy-{args.preset}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     preset = PRESETS[args.preset]
     common, settings = arm_settings(args.preset, args.sandbox, confirm_steps=args.confirm_steps,

@@ -209,6 +209,16 @@ def test_a_seed_started_with_other_settings_is_refused_not_resumed_under_new_one
     assert not (started / "evolve").exists(), "nothing ran"
 
 
+def test_by_default_a_run_goes_to_its_own_folder_not_into_the_documented_measurements(tmp_path: Path) -> None:
+    # bench/results/efficacy-cpu holds a measurement whose runs are not kept: a new user's `make efficacy`
+    # there failed on its first seed ("compute cannot be counted") after overwriting its settings files.
+    res = subprocess.run([sys.executable, str(BENCH), "--preset", "tiny", "--seed", "0", "--splits-from",
+                          str(tmp_path / "missing")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode != 0 and "has no seed-0 to take splits from" in res.stderr
+    assert (tmp_path / "runs" / "efficacy-tiny" / "run.yaml").is_file(), "where evolve puts its runs: ./runs"
+    assert not list((ROOT / "bench" / "results").glob("efficacy-tiny*"))
+
+
 def test_bad_arguments_are_refused_with_the_reason_before_anything_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     for args, reason in ((["--seeds", "0"], "--seeds: 0 is below 1"), (["--seed", "-1"], "--seed: -1 is below 0"),
