@@ -237,10 +237,16 @@ class SeedArms:
             if (run_dir / "events.jsonl").is_file():
                 self._meta_agent("resume", str(run_dir))
             else:
+                # The seed's user skills library starts empty. What is there already was learned by an attempt
+                # whose run is gone (its machine lost): kept, it would steer this run with evidence that this
+                # seed's report cannot show (bench/results keeps the library, not the runs).
+                shutil.rmtree(self.dir / "data" / "skills", ignore_errors=True)
                 self._meta_agent("evolve", "--config", str(self.evolve_config), "--seed", str(self.seed),
                                  "--control", "static", "--run-dir", str(run_dir))
             shutil.copyfile(run_dir / "final" / "evolved-test.json", evolved)
             shutil.copyfile(run_dir / "final" / "static-test.json", static)
+            # Every candidate with its verdict and reason, kept with the results (the run is not).
+            shutil.copyfile(run_dir / "summary.md", self.dir / "evolve-summary.md")
         # From the run's journal, not this process's clock: a benchmark killed and resumed (perhaps more
         # than once) measured only its last part, and the downtime between the parts is no one's work.
         records.evolve = EvolveRecord(wall_s=run_seconds(EventLog(run_dir)), compute=of_evolve(run_dir),

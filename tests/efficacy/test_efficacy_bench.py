@@ -30,6 +30,12 @@ def _bench(out: Path, data: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_results(tmp_path: Path) -> None:
     out = tmp_path / "efficacy"
+    # evidence left by an attempt of this seed whose run was lost with its machine (only tracked files kept)
+    stale = out / "seed-0" / "data" / "skills" / ".overlay" / "format-reward.yaml"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("status: active\nretired_in: []\nevidence:\n- {run: evolve, harness_repo: /lost, commit: lost, "
+                     "domain: math, metric: selection_delta, delta: 0.5, ci: [0.1, 0.9], verdict: promoted, "
+                     "stage: gate, date: '2026-11-25'}\n")
     res = _bench(out, tmp_path / "data")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
@@ -56,6 +62,7 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     assert 0 < t["train"] <= t["wall"] and "- seed 0: " in (out / "report.md").read_text(), "where the time went"
     # the evolve arm is read from journal times, which are to the second: within 1 s, it holds its generations
     assert t["wall"] <= seed["run"]["wall_s"]["evolve"] + 1.0, "the evolve arm (from its journal) holds them"
+    assert "commit: lost" not in (stale.read_text() if stale.is_file() else ""), "a lost attempt steered the run"
     assert (out / "seed-0" / "data" / "sealed-secret").is_file(), \
         "the arms draw their splits from the seed's own secret, not from META_AGENT_SEALED_SECRET"
     reference = (out / "seed-0" / "reference-harness" / "harness.yaml").read_text()
@@ -64,6 +71,7 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     assert report["search"] == {"confirm_steps": 0, "archive_parents": 0}, "the report says which search it measured"
     merged = seed["run"]["merged"]
     assert isinstance(merged, list)
+    assert "## Candidates" in (out / "seed-0" / "evolve-summary.md").read_text(), "each verdict kept with the results"
 
     again = _bench(out, tmp_path / "data")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
