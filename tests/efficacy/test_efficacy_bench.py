@@ -100,6 +100,18 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
     before = seed["run"]["wall_s"]
     assert wall["evolve"] == before["evolve"] and wall["reference"] == before["reference"], (wall, before)
 
+    # Unfinished under a driver that kept only the arms' seconds (arm-seconds.json), its runs still here: the
+    # compute is counted from the runs and the seconds taken from that file, not reported as 0.
+    (out / "seed-0" / "wall.json").unlink()
+    (out / "seed-0" / "arms.json").unlink()
+    (out / "seed-0" / "arm-seconds.json").write_text(json.dumps({"reference": 12.5, "static_total": 30.0}))
+    legacy = _bench(out, tmp_path / "data")
+    assert legacy.returncode == 0, legacy.stdout[-3000:] + legacy.stderr[-3000:]
+    assert "seed 0: meta-agent" not in legacy.stdout, "every arm was finished"
+    legacy_run = json.loads((out / "report.json").read_text())["seeds"][0]["run"]
+    assert legacy_run["wall_s"] == {"evolve": before["evolve"], "reference": 12.5, "static_total": 30.0}
+    assert legacy_run["compute"] == seed["run"]["compute"]
+
     # A clone of the results: bench/results keeps each arm's per-task results and wall.json, not the runs
     # (.gitignore). Adding seeds there must keep this finished seed's record, not recount it as 0 steps.
     finished = json.loads((out / "report.json").read_text())
