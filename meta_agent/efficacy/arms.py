@@ -90,9 +90,10 @@ class ArmRecords(BaseModel):
     rollouts: dict[str, ArmRecord] = Field(default_factory=dict)
 
 
-def finished(seed_dir: Path) -> bool:
-    """Every arm of the seed has its per-task results saved."""
-    return all((seed_dir / "results" / f"{arm}.json").is_file() for arm in ARMS)
+def saved(seed_dir: Path, arms: tuple[str, ...] = ARMS) -> bool:
+    """These arms of the seed (default: every arm) have their per-task results saved; a deleted result asks for
+    its arm again, record or not."""
+    return all((seed_dir / "results" / f"{arm}.json").is_file() for arm in arms)
 
 
 def merged_titles(run_dir: Path) -> list[str]:
@@ -192,11 +193,11 @@ class SeedArms:
         timing_file = self.dir / "wall.json"
         record = self.dir / ARMS_RECORD
         records = ArmRecords.model_validate_json(record.read_text()) if record.is_file() else ArmRecords()
-        if timing_file.is_file() and finished(self.dir) and not record.is_file():
+        if timing_file.is_file() and saved(self.dir) and not record.is_file():
             # Finished by a driver older than ARMS_RECORD: its wall.json is the whole record.
             return SeedRun.model_validate_json(timing_file.read_text())
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
-        evolve = records.evolve if records.evolve and self._saved("evolved", "static") else self._evolve(records)
+        evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "static")) else self._evolve(records)
         steps = evolve.compute.evolved.steps
         reference = self._rollout("reference", self._reference_harness(), steps, records)
         static_total = self._rollout("static_total", None, steps + evolve.compute.search.steps, records)
@@ -208,10 +209,6 @@ class SeedArms:
                                "reference": reference.compute, "static_total": static_total.compute})
         atomic_write_text(timing_file, run.model_dump_json(indent=2))
         return run
-
-    def _saved(self, *arms: str) -> bool:
-        """The arms' per-task results are saved (a deleted one asks for its arm again, record or not)."""
-        return all((self.results / f"{arm}.json").is_file() for arm in arms)
 
     def _keep(self, records: ArmRecords) -> None:
         """Save the finished arms' records now (see ARMS_RECORD)."""
@@ -262,7 +259,7 @@ class SeedArms:
 
     def _rollout(self, arm: str, harness: Path | None, steps: int, records: ArmRecords) -> ArmRecord:
         run_dir, result = self.dir / arm, self.results / f"{arm}.json"
-        if arm in records.rollouts and self._saved(arm):
+        if arm in records.rollouts and saved(self.dir, (arm,)):
             return records.rollouts[arm]
         self._counted(result, run_dir / "train")
         if result.is_file():  # finished under a driver older than ARMS_RECORD, its run still here

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from meta_agent.efficacy.arms import ARMS_RECORD, ArmRecords, SeedRun, finished
+from meta_agent.efficacy.arms import ARMS_RECORD, ArmRecords, SeedRun, saved
 from meta_agent.errors import UserError
 
 IGNORED = frozenset({"sandbox"})
@@ -74,7 +74,7 @@ def finished_seeds(out: Path, skip: set[int], settings: dict[str, Any]
     for seed in sorted(set(numbered) - skip):
         seed_dir = numbered[seed]
         run = saved_run(seed_dir)
-        if run is None or not finished(seed_dir):
+        if run is None or not saved(seed_dir):
             continue  # unfinished: the command that runs it reports it
         theirs = recorded_settings(seed_dir, run)
         if theirs is None:
