@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from meta_agent.commands.app import App
@@ -160,19 +161,30 @@ def show(
     from meta_agent.swe.taskset import find_instance, repo_path
 
     inst = find_instance(instance_id)
-    console.print(f"[bold]{inst.instance_id}[/]  split={inst.split}  tier={inst.tier or 'none'}  repo={inst.repo}  "
-                  f"base={inst.base_commit[:12]}",
-                  highlight=False)
-    console.print(f"repository: {repo_path(inst)}", highlight=False)
+    console.print(f"[bold]{escape(inst.instance_id)}[/]  split={inst.split}  tier={inst.tier or 'none'}  "
+                  f"repo={escape(inst.repo)}  base={escape(inst.base_commit[:12])}", highlight=False)
+    console.print(f"repository: {repo_path(inst)}", highlight=False, markup=False)
     setup = inst.test_setup()
     console.print(f"setup: python_path={setup.python_path} deps={setup.deps} pytest_args={setup.pytest_args} "
-                  f"timeout={setup.timeout_s}s", highlight=False, soft_wrap=True)
-    console.print(f"FAIL_TO_PASS ({len(inst.FAIL_TO_PASS)}): " + ", ".join(inst.FAIL_TO_PASS[:10]), highlight=False)
+                  f"timeout={setup.timeout_s}s", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"FAIL_TO_PASS ({len(inst.FAIL_TO_PASS)}): " + ", ".join(inst.FAIL_TO_PASS[:10]), highlight=False,
+                  markup=False)
     console.print(f"PASS_TO_PASS: {len(inst.PASS_TO_PASS)} tests\n", highlight=False)
-    console.print(inst.problem_statement, highlight=False, markup=False)
+    console.print(_shown(inst.problem_statement, "problem statement"), highlight=False, markup=False)
     if patch:
         console.print("\n[bold]gold patch[/]")
-        console.print(inst.patch, highlight=False, markup=False)
+        console.print(_shown(inst.patch, "patch"), highlight=False, markup=False)
+
+
+SHOWN_CHARS = 20_000
+"""What `tasks show` prints of a statement or patch: a task file may carry megabytes (`tasks export` has all)."""
+
+
+def _shown(text: str, what: str) -> str:
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return (f"{text[:SHOWN_CHARS]}\n[... {len(text) - SHOWN_CHARS:,} more characters of the {what}; "
+            f"`meta-agent tasks export` writes it whole]")
 
 
 @app.command()
@@ -247,9 +259,11 @@ def verify(
     skipped = [c for c in checks if c.skipped]
     for c in disagree:
         for problem in c.problems:
-            console.print(f"[red]disagrees[/] {c.instance_id}: {problem}", soft_wrap=True, highlight=False)
+            console.print(f"[red]disagrees[/] {escape(c.instance_id)}: {escape(problem)}", soft_wrap=True,
+                          highlight=False)
     for c in skipped:
-        console.print(f"[yellow]not checked[/] {c.instance_id}: {c.skipped}", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]not checked[/] {escape(c.instance_id)}: {escape(c.skipped)}", soft_wrap=True,
+                      highlight=False)
     console.print(f"task set {taskset}: {len(checks)} of {len(everything)} instances checked with plain pytest "
                   f"(seed {seed}); {len(disagree)} disagreements, {len(skipped)} not checked; "
                   f"{time.monotonic() - start:.0f} s (venvs cached in {verify_envs_dir()})", highlight=False)

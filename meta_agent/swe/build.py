@@ -29,7 +29,7 @@ from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 from meta_agent.swe.difficulty import bug_site, names_function
 from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
-from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup
+from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup, plain_requirement
 from meta_agent.swe.layout import is_source_path, is_test_module, python_path
 from meta_agent.swe.mutant_log import BaseRun, MutantLog, MutantRecord, Status, work_dir
 from meta_agent.swe.mutate import Mutation, find_mutations, is_effective, order_mutations
@@ -70,7 +70,7 @@ class ProjectBuilder:
         self.workers = max(1, workers)
         self.console = console
         self.progress = progress
-        self.repo, self.repo_name, self.version = prepare_repo(source)
+        self.repo, self.repo_name, self.version = prepare_repo(source, sandbox)
         self.base = self.repo.base_commit
         files = self.repo.files(self.base)
         if not any(is_test_module(f) for f in files):
@@ -300,7 +300,7 @@ class ProjectBuilder:
         result = ProjectResult(self.repo_name)
         with ExitStack() as stack:
             stack.enter_context(FileLock(str(self.work / "build.lock")))
-            self.env = project_env(self.setup.deps)
+            self.env = project_env(self.setup.deps, self.sandbox)
             slots = Slots(self.repo, self.base, self.sandbox, self.workers, self.env, stack)
             base = self.base_run(slots)
             order = self.candidates(base)
@@ -376,6 +376,11 @@ def build_tasks(
     `pytest_args` are stored in every instance and used by every later run of its tests.
     All sources are fetched and checked for tests before any of them is built.
     """
+    for dep in deps or []:
+        try:
+            plain_requirement(dep)
+        except ValueError as e:
+            raise SweTaskError(f"--deps {e}") from None
     backend = sealed_backend(sandbox) if isinstance(sandbox, str) else sandbox
     console = console or Console(stderr=True)
     builders = [ProjectBuilder(source, backend, max_instances=max_per_project, seed=seed, workers=workers,

@@ -31,7 +31,8 @@ from meta_agent.swe.checkout import checkout
 from meta_agent.swe.env import env_requirements
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
-from meta_agent.swe.sdist import fetch_sdist
+from meta_agent.swe.pip_sandbox import run_pip
+from meta_agent.swe.sdist import check_pin, fetch_sdist
 from meta_agent.swe.testrun import test_file_of
 from meta_agent.swe.verdict import EVAL_LIMITS, apply_diff
 from sandboxes import Mount, Sandbox
@@ -59,11 +60,16 @@ def _sdist_name(instance: SweInstance) -> str | None:
     suffix = f"-{instance.version}"
     if owner != "pypi" or not instance.version or not rest.endswith(suffix):
         return None
-    return rest[: -len(suffix)]
+    name = rest[: -len(suffix)]
+    check_pin(name, instance.version)  # the task file names it: never a pip option, path or URL
+    return name
 
 
-def venv_for(instance: SweInstance, log: Callable[[str], None] = lambda _: None) -> Path:
-    """A venv (cached) with the project's sdist installed, the pinned pytest and the instance's deps."""
+def venv_for(instance: SweInstance, sandbox: Sandbox, log: Callable[[str], None] = lambda _: None) -> Path:
+    """A venv (cached) with the project's sdist installed, the pinned pytest and the instance's deps.
+
+    Only the empty venv is made on the host; pip (which builds the sdist: the project's code) runs in
+    `sandbox` with the venv as its one writable directory (swe/pip_sandbox.py)."""
     name = _sdist_name(instance)
     reqs = env_requirements(instance.test_setup().deps)
     project = f"{name}-{instance.version}" if name else "no-sdist"
@@ -77,17 +83,22 @@ def venv_for(instance: SweInstance, log: Callable[[str], None] = lambda _: None)
             return target
         log(f"making a venv for {project}: {', '.join(reqs)}{' and the sdist' if name else ''}")
         shutil.rmtree(target, ignore_errors=True)
+        mounts = []
         if name is not None:
-            reqs.insert(0, str(fetch_sdist(name, instance.version)))
-        steps = [[sys.executable, "-m", "venv", str(target)],
-                 [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  *reqs]]
-        for cmd in steps:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-            if done.returncode != 0:
-                tail = "\n".join(done.stderr.strip().splitlines()[-8:])
-                raise SweTaskError(f"could not make the verify venv for {instance.repo} "
-                                   f"(`{' '.join(cmd[:4])} ...` exit {done.returncode}):\n{tail}")
+            archive = fetch_sdist(name, instance.version, sandbox=sandbox)
+            reqs.insert(0, str(archive))
+            mounts.append(Mount(archive.parent))
+        made = subprocess.run([sys.executable, "-m", "venv", str(target)], capture_output=True, text=True,
+                              timeout=600)
+        if made.returncode != 0:
+            raise SweTaskError(f"could not make the verify venv for {instance.repo} "
+                               f"(`python -m venv` exit {made.returncode}): {made.stderr[-500:]}")
+        try:
+            run_pip(sandbox, target / "bin" / "python", ["install", "--quiet", *reqs], workdir=target, mounts=mounts,
+                    what=f"the verify venv for {instance.repo}")
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
         (target / ".complete").write_text("\n".join(reqs) + "\n")
     return target
 
@@ -148,7 +159,7 @@ def cross_check(instance: SweInstance, sandbox: Sandbox, log: Callable[[str], No
     check = CrossCheck(instance_id=instance.instance_id)
     tmp = Path(tempfile.mkdtemp(prefix="meta-agent-swe-verify-")).resolve()
     try:
-        venv = venv_for(instance, log)
+        venv = venv_for(instance, sandbox, log)
         trees = {}
         tests_diff = {"test_patch": instance.test_patch}
         for label, diffs in (("under the bug", tests_diff),

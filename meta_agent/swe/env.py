@@ -3,9 +3,10 @@
 That is what a user's venv for the project holds, so a test passes or fails here as it would
 there: meta-agent's own packages (numpy, pandas, torch ...) are not importable, and a test that
 starts `python -m pkg` in a subprocess gets the same venv. The venv is made once per
-requirement list, on the host with network (pip, the registry's ordinary client), and sandboxes
-(no network) mount it read-only; the checkout itself goes on PYTHONPATH, as with an editable
-install.
+requirement list: the empty venv on the host, then pip (the registry's ordinary client) in a
+sandbox session with the network on, since installing a package runs its code (swe/pip_sandbox.py);
+the sessions that run tests (no network) mount it read-only. The checkout itself goes on PYTHONPATH,
+as with an editable install.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from filelock import FileLock
 
 from meta_agent.paths import cache_dir
 from meta_agent.swe.errors import SweTaskError
-from sandboxes import Mount
+from meta_agent.swe.pip_sandbox import host_python, run_pip
+from sandboxes import Mount, Sandbox
 
 PYTEST_REQUIREMENT = "pytest==9.2.0"
 """The pytest every SWE test run uses: pinned, so two machines grade the same tests the same way."""
@@ -35,8 +37,8 @@ def env_requirements(deps: list[str]) -> list[str]:
     return [PYTEST_REQUIREMENT, *sorted(deps)]
 
 
-def project_env(deps: list[str]) -> Path:
-    """The venv (made now if missing) with pytest and `deps`; run its `bin/python`."""
+def project_env(deps: list[str], sandbox: Sandbox) -> Path:
+    """The venv (made now if missing) with pytest and `deps`; run its `bin/python` (in a sandbox only)."""
     reqs = env_requirements(deps)
     key = hashlib.sha256("\n".join(reqs).encode()).hexdigest()[:16]
     target = envs_dir() / f"venv-{key}"
@@ -47,17 +49,17 @@ def project_env(deps: list[str]) -> Path:
         if (target / ".complete").is_file():
             return target
         shutil.rmtree(target, ignore_errors=True)  # a half-made venv from a killed run
-        steps = [[sys.executable, "-m", "venv", "--without-pip", str(target)],
-                 [sys.executable, "-m", "pip", "--python", str(env_python(target)), "install", "--quiet",
-                  "--no-compile", "--disable-pip-version-check", *reqs]]
-        for cmd in steps:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-            if done.returncode != 0:
-                shutil.rmtree(target, ignore_errors=True)
-                tail = "\n".join(done.stderr.strip().splitlines()[-8:])
-                raise SweTaskError(f"could not make the test environment ({', '.join(reqs)}) with pip "
-                                   f"(exit {done.returncode}); check the --deps names and that the package "
-                                   f"registry is reachable:\n{tail}")
+        made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], capture_output=True,
+                              text=True, timeout=300)
+        if made.returncode != 0:
+            raise SweTaskError(f"could not create the venv {target} (exit {made.returncode}): {made.stderr[-500:]}")
+        try:
+            run_pip(sandbox, host_python(), ["--python", str(env_python(target)), "install", "--quiet",
+                                             "--no-compile", *reqs], workdir=target,
+                    what=f"the test environment ({', '.join(reqs)})")
+        except BaseException:
+            shutil.rmtree(target, ignore_errors=True)
+            raise
         (target / ".complete").write_text("\n".join(reqs) + "\n")
     return target
 

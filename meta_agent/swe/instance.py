@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from meta_agent.fsutil import atomic_write_lines
@@ -22,6 +23,7 @@ from meta_agent.swe.errors import SweTaskError
 PRIVATE_FIELDS = frozenset({"mutation"})
 """Fields that hand the bug's location to whoever reads the file: kept in the task cache, not exported."""
 
+MAX_DEPS = 50
 Split = Literal["train", "selection", "test"]
 SPLITS: tuple[Split, ...] = ("train", "selection", "test")
 
@@ -32,14 +34,52 @@ class TestSetup(BaseModel):
     __test__ = False  # not a pytest test class despite the name
     model_config = ConfigDict(extra="forbid")
 
-    python_path: list[str] = Field(default_factory=lambda: ["."])
+    python_path: list[str] = Field(default_factory=lambda: ["."], max_length=20)
     """Directories (relative to the checkout) put first on sys.path, e.g. ["src", "."] for a src layout."""
-    deps: list[str] = Field(default_factory=list)
-    """pip requirements the tests need besides pytest; installed once into a cached directory."""
-    pytest_args: list[str] = Field(default_factory=list)
+    deps: list[str] = Field(default_factory=list, max_length=MAX_DEPS)
+    """pip requirements the tests need besides pytest, as plain requirement specifiers (`name[extra]>=1.0;
+    marker`, never a URL, path or pip option); installed once into a cached venv by pip in a sandbox."""
+    pytest_args: list[str] = Field(default_factory=list, max_length=50)
     """Extra pytest arguments, applied at build and at evaluation alike."""
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=3600)
     """Wall-time limit of one run of the instance's FAIL_TO_PASS + PASS_TO_PASS tests."""
+
+    @field_validator("deps")
+    @classmethod
+    def _plain_requirements(cls, deps: list[str]) -> list[str]:
+        return [plain_requirement(d) for d in deps]
+
+    @field_validator("python_path", "pytest_args")
+    @classmethod
+    def _bounded(cls, items: list[str]) -> list[str]:
+        for item in items:
+            if len(item) > 500 or "\x00" in item:
+                raise ValueError(f"{item[:80]!r}...: over 500 characters or holds a NUL byte")
+        return items
+
+    @field_validator("python_path")
+    @classmethod
+    def _inside_checkout(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if PurePosixPath(path).is_absolute() or ".." in PurePosixPath(path).parts:
+                raise ValueError(f"{path!r} must be a directory inside the checkout (relative, no '..')")
+        return paths
+
+
+def plain_requirement(spec: str) -> str:
+    """`spec` if it is a plain PEP 508 requirement (name, extras, version specifiers, marker); else ValueError.
+
+    A task file's deps are installed by pip: a URL, a local path, a VCS link or an option such as
+    `--index-url` would let the file choose what code is fetched and from where."""
+    if len(spec) > 200 or spec != spec.strip() or any(c in spec for c in "\n\r\x00"):
+        raise ValueError(f"{spec[:80]!r}: a requirement is one line of at most 200 characters")
+    try:
+        req = Requirement(spec)
+    except InvalidRequirement as e:
+        raise ValueError(f"{spec!r} is not a plain requirement such as 'six>=1.16' ({e})") from None
+    if req.url:
+        raise ValueError(f"{spec!r} names a URL or a file; only requirements by name and version are installed")
+    return spec
 
 
 class MutationInfo(BaseModel):

@@ -1,23 +1,30 @@
 """Source distributions from PyPI: download once, verify by sha256, extract safely.
 
 An sdist (unlike a wheel) usually carries the project's test suite, which is what a
-bug-fix task needs. Downloads go through pip, the registry's ordinary client, and are
-cached under cache_dir()/swe/sdists/ so a rebuild never touches the network.
+bug-fix task needs. Downloads go through pip, the registry's ordinary client, in a sandbox (pip
+prepares an sdist's metadata by running its build code; swe/pip_sandbox.py), and are cached under
+cache_dir()/swe/sdists/ so a rebuild never touches the network.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from meta_agent.paths import cache_dir
 from meta_agent.swe.errors import SweTaskError
+from meta_agent.swe.pip_sandbox import host_python, run_pip
+from sandboxes import Sandbox
+
+PROJECT_NAME = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]{0,98}[A-Za-z0-9])$")
+"""PEP 508 project names (bounded): nothing that pip could read as an option, a path or a URL."""
 
 
 def sdist_dir() -> Path:
@@ -37,7 +44,18 @@ def parse_requirement(spec: str) -> tuple[str, str]:
     name, sep, version = spec.partition("==")
     if not sep or not name.strip() or not version.strip():
         raise SweTaskError(f"--from-pypi {spec!r}: pin an exact version, e.g. inflection==0.5.1")
+    check_pin(name.strip(), version.strip())
     return name.strip(), version.strip()
+
+
+def check_pin(name: str, version: str) -> None:
+    """SweTaskError unless `name` is a plain project name and `version` a PEP 440 version."""
+    if not PROJECT_NAME.match(name):
+        raise SweTaskError(f"{name[:100]!r} is not a PyPI project name (letters, digits, '.', '_', '-')")
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise SweTaskError(f"{name}: {version[:100]!r} is not a version (e.g. 0.5.1)") from None
 
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar", ".zip")
@@ -59,22 +77,21 @@ def _cached(name: str, version: str) -> Path | None:
     return None
 
 
-def fetch_sdist(name: str, version: str, sha256: str | None = None) -> Path:
+def fetch_sdist(name: str, version: str, sha256: str | None = None, *, sandbox: Sandbox) -> Path:
     """The sdist archive of name==version from the cache or PyPI; a wrong hash is an error, never a warning."""
+    check_pin(name, version)
     path = _cached(name, version)
     if path is None:
         sdist_dir().mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=sdist_dir()) as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                   "--dest", tmp, f"{name}=={version}"]
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-            files = sorted(Path(tmp).iterdir())
-            if done.returncode != 0 or len(files) != 1:
-                tail = "\n".join(done.stderr.strip().splitlines()[-8:])
-                raise SweTaskError(
-                    f"could not download the source distribution of {name}=={version} with pip "
-                    f"(exit {done.returncode}); check the name/version on PyPI and that PyPI is reachable:\n{tail}"
-                )
+            folder = Path(tmp).resolve()
+            run_pip(sandbox, host_python(), ["download", "--quiet", "--no-deps", "--no-binary", ":all:", "--dest",
+                                             str(folder), f"{name}=={version}"], workdir=folder,
+                    what=f"a download of the source distribution of {name}=={version}")
+            files = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.is_symlink()]
+            if len(files) != 1 or not files[0].name.endswith(ARCHIVE_SUFFIXES):
+                raise SweTaskError(f"pip download of {name}=={version} left {[p.name for p in files][:5]}, not one "
+                                   "source archive; check the name/version on PyPI")
             path = sdist_dir() / files[0].name
             shutil.move(str(files[0]), path)
     actual = sha256_file(path)

@@ -12,6 +12,7 @@ from filelock import FileLock
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.project import ProjectRepo, local_repo_name, repo_path_for
 from meta_agent.swe.sdist import extract_sdist, fetch_sdist, parse_requirement
+from sandboxes import Sandbox
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,13 @@ def parse_sources(from_pypi: list[str], from_git: list[str]) -> list[Source]:
     return sources
 
 
-def prepare_repo(source: Source) -> tuple[ProjectRepo, str, str]:
+def prepare_repo(source: Source, sandbox: Sandbox) -> tuple[ProjectRepo, str, str]:
     """(repository, repo name, version) for a source; an already built repository is reused."""
     if source.kind == "pypi":
         name, version = parse_requirement(source.spec)
         repo_name = f"pypi/{name.lower()}-{version}"
         path = repo_path_for(repo_name)
-        archive = fetch_sdist(name, version, source.sha256)
+        archive = fetch_sdist(name, version, source.sha256, sandbox=sandbox)
         with FileLock(f"{path}.lock"):  # two builds of one project must not both create its repo
             if (path / ".git").is_dir():
                 return ProjectRepo(path), repo_name, version

@@ -144,7 +144,7 @@ def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> P
                 verdict.detail = f"the instance's test_patch does not apply after the diff: {error}"
                 return verdict
         setup = instance.test_setup()
-        env = project_env(setup.deps)
+        env = project_env(setup.deps, sandbox)
         try:
             with sandbox.open(root, mounts=env_mounts(env), limits=EVAL_LIMITS) as session:
                 report = run_tests(session, root, setup, select=[*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS],

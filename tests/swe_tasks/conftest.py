@@ -41,9 +41,9 @@ def swe_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="package")
-def swe_env(swe_cache: Path) -> Path:
+def swe_env(swe_cache: Path, swe_sandbox: Sandbox) -> Path:
     """The test venv with pytest and no deps (shared across sessions like the other downloads)."""
-    return project_env([])
+    return project_env([], swe_sandbox)
 
 
 @pytest.fixture(scope="package")

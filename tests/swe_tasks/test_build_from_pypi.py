@@ -36,11 +36,12 @@ def test_pypi_problem_statements_contain_no_patch_text(inflection_instances: lis
         assert "inflection" in inst.problem_statement
 
 
-def test_sdist_is_cached_and_verified_by_sha256(inflection_instances: list[SweInstance], swe_cache: Path) -> None:
-    archive = fetch_sdist(INFLECTION.name, INFLECTION.version, INFLECTION.sha256)
+def test_sdist_is_cached_and_verified_by_sha256(inflection_instances: list[SweInstance], swe_cache: Path,
+                                                swe_sandbox: Sandbox) -> None:
+    archive = fetch_sdist(INFLECTION.name, INFLECTION.version, INFLECTION.sha256, sandbox=swe_sandbox)
     assert sha256_file(archive) == INFLECTION.sha256
     with pytest.raises(SweTaskError, match="sha256"):
-        fetch_sdist(INFLECTION.name, INFLECTION.version, "0" * 64)
+        fetch_sdist(INFLECTION.name, INFLECTION.version, "0" * 64, sandbox=swe_sandbox)
 
 
 def test_unpinned_requirement_is_refused() -> None:
