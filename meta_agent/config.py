@@ -35,6 +35,12 @@ class SandboxSettings(BaseModel):
     memory_mb: int = Field(12_000, ge=256, description="memory cap for everything one harness command starts")
     cpus: float = Field(2.0, gt=0, description="CPU quota in cores")
     pids: int = Field(1024, ge=16, description="process/thread cap (stops fork bombs)")
+    disk_mb: int = Field(8192, ge=16, description="disk quota of one harness session, MiB: what its commands may add "
+                                                  "to its workdir, output dir and scratch together (and the most one "
+                                                  "file or its in-memory /tmp may hold); past it the command is "
+                                                  "killed, what it wrote is deleted and the candidate fails. Raise it "
+                                                  "for a policy whose checkpoint is larger (a full one takes about "
+                                                  "4 bytes a parameter)")
     train_timeout_s: float = Field(4 * 3600, gt=0, description="wall-time limit of one `harness train`")
     step_timeout_s: float = Field(900, gt=0, description="wall-time limit of replay/diagnose/selftest")
     gpus: Literal["auto", "off"] = Field(
@@ -50,7 +56,7 @@ class SandboxSettings(BaseModel):
 
     def limits(self) -> Limits:
         return Limits(memory_mb=self.memory_mb, cpus=self.cpus, pids=self.pids, timeout_s=self.step_timeout_s,
-                      gpus=self.gpus == "auto" and has_gpu())
+                      gpus=self.gpus == "auto" and has_gpu(), disk_mb=self.disk_mb)
 
 
 # One settings section per registered domain (`math:`, `code:`, `swe:` in a --config file), made from
@@ -121,7 +127,8 @@ class LLMSettings(BaseModel):
                                "agent run in the candidate's sandbox (docs/llm-agents.md)")
     max_coder_steps: int = Field(20, ge=1, description="tool calls a coder may make before it must stop (external "
                                                        "coders: model turns)")
-    coder_timeout_s: float = Field(1800, gt=0, description="wall-clock limit of one external coder session")
+    coder_timeout_s: float = Field(1800, gt=0, description="wall-clock limit of one coder session (built-in or "
+                                                         "external); past it the candidate fails with that reason")
     diagnostician_tokens: int = Field(150_000, ge=1_000, description="prompt + completion tokens one diagnosis "
                                                                       "may use while it reads the evidence")
     specialists: bool = Field(False, description="route each hypothesis to the coder of its surface (rewards, "

@@ -212,6 +212,20 @@ def touched_protected(repo: git.Repo, base: str, head: str) -> list[str]:
 IMPORTABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd", ".pth")
 
 
+LINK_MODE, GITLINK_MODE = "120000", "160000"
+
+
+def _new_modes(repo: git.Repo, base: str, head: str) -> list[tuple[str, str]]:
+    """(path, mode in head) of every path `head` adds or changes relative to `base` (NUL-separated: any name)."""
+    fields = repo.git.diff("--raw", "-z", "--no-renames", "--no-abbrev", base, head).split("\0")
+    out = []
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.lstrip(":").split()
+        if len(parts) >= 5 and parts[4] != "D":
+            out.append((path, parts[1]))
+    return out
+
+
 def _top_level(repo: git.Repo, commit: str) -> dict[str, str]:
     """Top-level entry name -> object type ('blob' or 'tree') of a commit."""
     out = repo.git.ls_tree(commit)
@@ -229,7 +243,10 @@ def boundary_violations(repo: git.Repo, base: str, head: str) -> list[str]:
       puts that directory first on `sys.path`, so such a name could shadow meta-agent's own packages
       or a library it imports (harness code belongs under `harness/`, its tests under `tests/`);
     - any `.gitattributes`: attributes select filter, diff and merge drivers that git runs on the
-      candidate's own content.
+      candidate's own content;
+    - a symbolic link or a submodule anywhere: a link is a name for another path, so a top-level
+      `meta_agent -> harness` is a package to `python -m meta_agent` as surely as a directory is, and
+      a link inside the tree points wherever the checkout's surroundings make it point.
     """
     before, after = _top_level(repo, base), _top_level(repo, head)
     problems = []
@@ -239,6 +256,9 @@ def boundary_violations(repo: git.Repo, base: str, head: str) -> list[str]:
         if kind == "tree" or name.endswith(IMPORTABLE_SUFFIXES):
             problems.append(f"adds top-level {'directory' if kind == 'tree' else 'module'} {name!r} "
                             "(harness code belongs under harness/, tests under tests/)")
+    problems += [f"{'adds a symbolic link' if mode == LINK_MODE else 'adds a submodule'} {path!r} (a candidate "
+                 "changes files, never what a path points to)" for path, mode in _new_modes(repo, base, head)
+                 if mode in (LINK_MODE, GITLINK_MODE)]
     problems += [f"changes {p} (git attributes may select drivers that run programs)"
                  for p in changed_paths(repo, base, head) if Path(p).name == ".gitattributes"]
     return problems

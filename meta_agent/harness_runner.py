@@ -28,7 +28,7 @@ from meta_agent.contract import (
     read_jsonl,
 )
 from meta_agent.errors import UserError
-from meta_agent.untrusted_files import audit_tree, read_bytes
+from meta_agent.untrusted_files import audit_tree, read_bytes, scrub_tree
 from sandboxes import Limits, Mount, RunResult, Sandbox, Session
 
 R = TypeVar("R", ReplayRecord, DiagnoseRecord)
@@ -86,8 +86,18 @@ def _watch_steps(path: Path, on_step: Callable[[int], None] | None) -> Iterator[
         t.join()
 
 
+def _failure(result: RunResult) -> str:
+    """Why a harness command failed; over its disk quota, which directory, and the setting that raises it."""
+    if result.disk_quota_exceeded:
+        return (f"went over its disk quota and was stopped: {result.disk_quota_detail}; write less, or raise the "
+                "quota (the `sandbox.disk_mb` setting)")
+    return result.describe_failure()
+
+
 def _pytest_reason(result: RunResult) -> str:
     """pytest's own error lines ('E   ...') first, then the summary: the cause, not just 'collection failed'."""
+    if result.disk_quota_exceeded:
+        return _failure(result)
     lines = (result.stdout + "\n" + result.stderr).splitlines()
     errors = [ln.strip() for ln in lines if ln.startswith("E   ")][:8]
     head = result.describe_failure(tail_lines=6)
@@ -111,11 +121,17 @@ class HarnessRunner:
             w.mkdir(parents=True, exist_ok=True)
         mounts = [Mount(p.resolve()) for p in readable] + [Mount(p.resolve(), read_only=False) for p in writable]
         self.writable = [p.resolve() for p in writable]
+        self.workdir = workdir.resolve()
         self.commit = commit
         self.session: Session = sandbox.open(workdir.resolve(), mounts=mounts, limits=limits)
 
     def close(self) -> None:
+        """Stop the session, then leave its workdir and outputs as plain data: a harness may have left links or a
+        `meta_agent` package there, which a user starting `python -m meta_agent` in that folder would run."""
         self.session.close()
+        for directory in (self.workdir, *self.writable):
+            if directory.is_dir():
+                scrub_tree(directory)
 
     def __enter__(self) -> HarnessRunner:
         return self
@@ -131,7 +147,7 @@ class HarnessRunner:
             env={**(env or {}), "HARNESS_COMMIT": self.commit},
         )
         if not result.ok:
-            raise HarnessError(verb, result.describe_failure())
+            raise HarnessError(verb, _failure(result))
         self._audit(verb)
         return result
 

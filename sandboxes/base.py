@@ -50,6 +50,10 @@ class Limits:
     """Cap on captured stdout and on stderr (each); the rest is dropped with a marker."""
     gpus: bool = False
     """Pass the host's NVIDIA GPUs in (`sandboxes/gpu.py`); no effect on a host without them."""
+    disk_mb: int = 8192
+    """Disk quota of the session: what its commands may add to its host directories (workdir, writable
+    mounts, scratch) together; also the size of each single file and of each in-memory /tmp (see
+    `sandboxes/disk_quota.py`). Over it the command is killed and what it wrote is deleted."""
 
 
 @dataclass(frozen=True)
@@ -63,14 +67,21 @@ class RunResult:
     timed_out: bool = False
     oom_killed: bool = False
     output_truncated: bool = False
+    disk_quota_exceeded: bool = False
+    """The command wrote more than `Limits.disk_mb`: it was stopped and what it wrote was deleted."""
+    disk_quota_detail: str = ""
+    """Which directory, how much, and the quota (set with `disk_quota_exceeded`)."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+        return self.exit_code == 0 and not self.timed_out and not self.oom_killed and not self.disk_quota_exceeded
 
     def describe_failure(self, tail_lines: int = 30) -> str:
         """A one-paragraph reason a user can act on, ending with the tail of stderr."""
-        if self.timed_out:
+        if self.disk_quota_exceeded:
+            head = (f"went over its disk quota and was stopped: {self.disk_quota_detail}; write less, or give the "
+                    "session a larger quota (Limits.disk_mb)")
+        elif self.timed_out:
             head = f"timed out after {self.wall_time:.1f}s and was killed"
         elif self.oom_killed:
             head = "ran out of memory (killed by the sandbox memory limit)"

@@ -6,7 +6,8 @@ the system and of the Python runtime, the workdir and scratch dir writable, a pr
 `sandboxes.sandbox_init` as its PID 1, which starts each command (one posix_spawn, so
 a run costs about what a bare process costs) and kills whatever a run leaves behind.
 Memory, pids and CPU are limited by cgroups (v1 or v2, detected at run time); where no
-cgroup is writable, only memory is limited, per process, with RLIMIT_AS.
+cgroup is writable, only memory is limited, per process, with RLIMIT_AS. The disk quota
+(`sandboxes.disk_quota`) covers the workdir, the writable mounts and the scratch dir.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from sandboxes.base import (
 from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
+from sandboxes.disk_quota import TMPFS, DiskQuota, fsize_limit, tmpfs_bytes
 from sandboxes.identity import sandbox_identity
 from sandboxes.mounts import session_mounts
 from sandboxes.seccomp import filter_fd
@@ -126,7 +128,9 @@ class BwrapSession(ClosingSession):
         try:
             self.scratch.mkdir()
             binds = [*session_mounts(self.workdir, self.scratch, mounts, self.identity), Mount(INIT_SCRIPT)]
-            self._argv = [bwrap, *sandbox_args(binds, network, self.identity, limits.gpus)]
+            self._argv = [bwrap, *sandbox_args(binds, network, self.identity, limits.gpus,
+                                               tmpfs_bytes=tmpfs_bytes(limits))]
+            self.quota = DiskQuota([b.source for b in binds if not b.read_only and not b.hidden], limits)
             if use_cgroups:
                 self._use_cgroup(limits)
             self._sandbox = self._start()
@@ -147,8 +151,12 @@ class BwrapSession(ClosingSession):
             )
 
     def _rlimits(self) -> None:
-        memory = self.limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        """In the forked child, before bwrap: inherited by every process of the sandbox."""
+        size = fsize_limit(self.limits)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+        if self.cgroup is None:
+            memory = self.limits.memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
     def _start(self) -> _Sandbox:
         """Create the sandbox and wait until its PID 1 says it is ready."""
@@ -172,7 +180,7 @@ class BwrapSession(ClosingSession):
                     env=clean_env(self.scratch),
                     pass_fds=(fd, *join.child_fds, *([seccomp] if seccomp is not None else [])),
                     start_new_session=True,
-                    preexec_fn=None if self.cgroup else self._rlimits,
+                    preexec_fn=self._rlimits,
                 ).result()
                 theirs.close()
                 if seccomp is not None:
@@ -225,13 +233,14 @@ class BwrapSession(ClosingSession):
                 self._sandbox = None
                 self._sandbox = self._start()
             oom_before = self.cgroup.oom_kills() if self.cgroup else 0
+            self.quota.start()
             request = {
                 "op": "spawn",
                 "argv": list(cmd),
                 "env": clean_env(self.scratch, env),
                 "cwd": str(cwd or self.workdir),
             }
-            result = _Run(self._sandbox, self.limits.output_bytes).execute(
+            result = _Run(self._sandbox, self.limits.output_bytes, self.quota).execute(
                 request, timeout if timeout is not None else self.limits.timeout_s
             )
             if result.sandbox_lost:
@@ -240,10 +249,13 @@ class BwrapSession(ClosingSession):
                 if self.cgroup:
                     self.cgroup.kill_all()
             if self.cgroup:
-                return result.to_result(oom_killed=self.cgroup.oom_kills() > oom_before)
-            outcome = result.to_result(oom_killed=False)
-            failed = outcome.exit_code != 0 and not outcome.timed_out
-            return replace(outcome, oom_killed=failed and any(s in outcome.stderr for s in RLIMIT_OOM_SIGNS))
+                outcome = result.to_result(oom_killed=self.cgroup.oom_kills() > oom_before)
+            else:
+                outcome = result.to_result(oom_killed=False)
+                failed = outcome.exit_code != 0 and not outcome.timed_out
+                outcome = replace(outcome, oom_killed=failed and any(s in outcome.stderr for s in RLIMIT_OOM_SIGNS))
+            over = self.quota.settle(result.full_tmpfs)  # nothing of the command runs any more
+            return replace(outcome, disk_quota_exceeded=True, disk_quota_detail=over) if over else outcome
 
     def close(self) -> None:
         with self._lock:
@@ -259,14 +271,17 @@ class BwrapSession(ClosingSession):
 
 
 class _Run:
-    """One command: send it to PID 1, collect capped output, enforce the wall-time limit."""
+    """One command: send it to PID 1, collect capped output, enforce the wall-time limit and the disk quota."""
 
-    def __init__(self, sandbox: _Sandbox, output_bytes: int) -> None:
+    def __init__(self, sandbox: _Sandbox, output_bytes: int, quota: DiskQuota) -> None:
         self.sandbox = sandbox
+        self.quota = quota
         self.out, self.err = OutputBuffer(output_bytes), OutputBuffer(output_bytes)
         self.exit_code: int | None = None
         self.timed_out = False
+        self.stopping = False
         self.sandbox_lost = False
+        self.full_tmpfs: list[str] = []
         self.start = time.monotonic()
 
     def execute(self, request: dict[str, Any], timeout: float) -> _Run:
@@ -301,14 +316,17 @@ class _Run:
             while open_pipes or not reset_done:
                 wait = deadline - time.monotonic()
                 if wait <= 0:
-                    if self.timed_out or self.exit_code is not None:
+                    if self.stopping or self.exit_code is not None:
                         self.sandbox_lost = True  # PID 1 did not report back: tear it all down
                         return
                     self.timed_out = True
-                    send_message(sandbox.sock, {"op": "kill"})
-                    deadline = time.monotonic() + GRACE_S
+                    deadline = self._stop()
                     continue
-                for key, _ in selector.select(wait):
+                watching = self.exit_code is None and not self.stopping
+                if watching and self.quota.poll():
+                    deadline = self._stop()
+                    continue
+                for key, _ in selector.select(self.quota.wait(wait) if watching else wait):
                     if key.data is not None:
                         chunk = os.read(key.fd, 1 << 16)
                         if chunk:
@@ -327,16 +345,23 @@ class _Run:
                         if message["event"] == "exited":
                             self.exit_code = message["code"]
                             # Kill what the command left behind, so its pipes close and the next run is clean.
-                            send_message(sandbox.sock, {"op": "reset"})
-                            if not self.timed_out:
+                            send_message(sandbox.sock, {"op": "reset", "tmpfs": list(TMPFS)})
+                            if not self.stopping:
                                 deadline = time.monotonic() + GRACE_S
                         elif message["event"] == "reset":
                             reset_done = True
+                            self.full_tmpfs = list(message.get("full") or [])
         except OSError:
             self.sandbox_lost = True
         finally:
             selector.close()
             sandbox.sock.setblocking(True)
+
+    def _stop(self) -> float:
+        """Have PID 1 kill the command (timed out, or over the disk quota); the new deadline for its report."""
+        send_message(self.sandbox.sock, {"op": "kill"})
+        self.stopping = True
+        return time.monotonic() + GRACE_S
 
     def to_result(self, oom_killed: bool) -> RunResult:
         code = self.exit_code if self.exit_code is not None else -9

@@ -80,9 +80,10 @@ def etc_args(parents: _Parents) -> list[str]:
     return [*args, "--remount-ro", "/etc"]
 
 
-def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentity, gpus: bool = False
-                 ) -> list[str]:
-    """bwrap options for a session: namespaces, a read-only system, the session's binds.
+def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentity, gpus: bool = False, *,
+                 tmpfs_bytes: int) -> list[str]:
+    """bwrap options for a session: namespaces, a read-only system, the session's binds; its in-memory
+    /tmp and /dev/shm hold at most `tmpfs_bytes` each (without a memory cgroup nothing else would bound them).
 
     As root no user namespace is made (bwrap needs none), so PID 1 keeps only CAP_SETUID and
     CAP_SETGID, with which `sandbox_init` drops to the sandbox uid before anything else runs.
@@ -107,7 +108,8 @@ def sandbox_args(binds: Sequence[Mount], network: bool, identity: SandboxIdentit
     # Order matters: /tmp is a fresh tmpfs *before* the binds, or it would hide a workdir under /tmp.
     # /proc/sys is bound read-only over the new /proc: kernel settings are never the sandbox's to change.
     args += [*etc_args(parents), "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-             "--perms", "1777", "--tmpfs", "/dev/shm", "--perms", "1777", "--tmpfs", "/tmp"]
+             "--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", "/dev/shm",
+             "--perms", "1777", "--size", str(tmpfs_bytes), "--tmpfs", "/tmp"]
     if gpus:
         args += bwrap_gpu_args(nvidia_devices())
     parents.made |= {Path("/proc"), Path("/dev"), Path("/tmp")}

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from sandboxes.base import OutputBuffer, RunResult, captured_result
+from sandboxes.disk_quota import DiskQuota
 
 DRAIN_GRACE_S = 5.0
 """After the process is gone, how long to wait for pipes held open by escaped descendants."""
@@ -27,32 +28,41 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _drain(proc: subprocess.Popen[bytes], buffers: dict[int, OutputBuffer], deadline: float) -> bool:
-    """Collect output until the process has exited and both pipes are closed; True if it timed out."""
+def _drain(proc: subprocess.Popen[bytes], buffers: dict[int, OutputBuffer], deadline: float, quota: DiskQuota
+           ) -> bool:
+    """Collect output until the process has exited and both pipes are closed; True if it timed out.
+
+    The group is killed at the deadline, or as soon as `quota` finds the session over its disk quota."""
     selector = selectors.DefaultSelector()
     for fd, buf in buffers.items():
         selector.register(fd, selectors.EVENT_READ, buf)
     pidfd = os.pidfd_open(proc.pid)
     selector.register(pidfd, selectors.EVENT_READ, None)
-    open_pipes, exited, timed_out = len(buffers), False, False
+    open_pipes, exited, timed_out, killed = len(buffers), False, False, False
     try:
         while open_pipes or not exited:
             wait = deadline - time.monotonic()
             if wait <= 0:
-                if exited or timed_out:
+                if exited or killed:
                     break  # pipes held by something outside the group: stop waiting for them
-                timed_out = True
+                timed_out = killed = True
                 _kill_group(proc.pid)
                 deadline = time.monotonic() + DRAIN_GRACE_S
                 continue
-            for key, _ in selector.select(wait):
+            watching = not exited and not killed
+            if watching and quota.poll():
+                killed = True
+                _kill_group(proc.pid)
+                deadline = time.monotonic() + DRAIN_GRACE_S
+                continue
+            for key, _ in selector.select(quota.wait(wait) if watching else wait):
                 if key.data is None:
                     selector.unregister(pidfd)
                     proc.wait()
                     exited = True
                     # Children may outlive the leader (daemonised helpers); the group goes too.
                     _kill_group(proc.pid)
-                    if not timed_out:
+                    if not killed:
                         deadline = time.monotonic() + DRAIN_GRACE_S
                     continue
                 chunk = os.read(key.fd, 1 << 16)
@@ -74,9 +84,11 @@ def run_capped(
     env: Mapping[str, str],
     timeout: float,
     output_bytes: int,
+    quota: DiskQuota,
     preexec: Callable[[], None] | None = None,
 ) -> RunResult:
-    """Run argv in its own process group; kill the whole group on timeout; cap captured output.
+    """Run argv in its own process group; kill the whole group on timeout or over the disk quota; cap
+    captured output. `quota.settle` is the caller's, once the group is gone.
 
     The output is drained to the end even past the cap, so a chatty command never
     blocks on a full pipe; only the first `output_bytes` of each stream are kept.
@@ -101,7 +113,7 @@ def run_capped(
     assert proc.stdout is not None and proc.stderr is not None
     out, err = OutputBuffer(output_bytes), OutputBuffer(output_bytes)
     try:
-        timed_out = _drain(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err}, start + timeout)
+        timed_out = _drain(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err}, start + timeout, quota)
     finally:
         if proc.returncode is None:  # _drain raised: do not leave the group running
             _kill_group(proc.pid)

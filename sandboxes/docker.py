@@ -3,8 +3,9 @@
 Commands go through exec_create/exec_start (what `exec_run` does) with the output streamed,
 so the output cap and the wall-time limit apply while the command runs.
 The container has no network, a read-only root, tmpfs /tmp and scratch, memory/CPU/pids
-limits, no capabilities and no-new-privileges. The host interpreter and venv, the
-workdir and the session's mounts are bound at their host paths. Its PID 1 is
+limits, a disk quota over the bound writable dirs (`sandboxes.disk_quota`), no capabilities
+and no-new-privileges. The host interpreter and venv, the workdir and the session's mounts
+are bound at their host paths. Its PID 1 is
 `sandboxes.sandbox_init`, attached to this process through the engine: it kills what a
 run leaves behind (also on timeout: the engine has no "kill this exec"), reports OOM kills,
 and exits when the attach stream closes, so a dead owner leaves no container behind.
@@ -15,19 +16,18 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import socket
-import struct
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import docker
 from docker.errors import DockerException
-from docker.types import DeviceRequest
+from docker.types import DeviceRequest, Ulimit
 
 from sandboxes.base import (
     ClosingSession,
@@ -40,6 +40,8 @@ from sandboxes.base import (
     clean_env,
 )
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
+from sandboxes.disk_quota import TMPFS, DiskQuota, fsize_limit, tmpfs_bytes
+from sandboxes.docker_stream import STDERR, STDOUT, FrameDemux, already_buffered, raw_socket
 from sandboxes.engine import docker_client
 from sandboxes.identity import sandbox_identity
 from sandboxes.image import image_exists, image_tag
@@ -47,55 +49,12 @@ from sandboxes.mounts import session_mounts
 from sandboxes.sandbox_init import encode
 
 SCRATCH = Path("/scratch")
+IN_MEMORY = (*TMPFS, str(SCRATCH))
+"""The container's tmpfs mounts, each capped (`tmpfs_bytes`); PID 1 reports one a run filled."""
 LABEL = "meta-agent.sandbox"
 START_TIMEOUT_S = 60.0
 GRACE_S = 10.0
 EXIT_POLL_MIN_S, EXIT_POLL_MAX_S = 0.05, 1.0
-FRAME = struct.Struct(">BxxxL")
-STDOUT, STDERR = 1, 2
-
-
-def _raw_socket(sock: Any) -> socket.socket:
-    """The OS socket under what docker-py returns for a hijacked (attach/exec) connection."""
-    raw = getattr(sock, "_sock", sock)
-    if not isinstance(raw, socket.socket):
-        raise SandboxError(f"unsupported Docker transport {type(sock).__name__}; use a unix:// or tcp:// DOCKER_HOST")
-    return raw
-
-
-def _already_buffered(sock: Any) -> bytes:
-    """Bytes the HTTP client read past the upgrade headers; they would be lost otherwise."""
-    try:
-        reader = sock._response.raw._fp.fp
-    except AttributeError:
-        return b""
-    raw = _raw_socket(sock)
-    raw.setblocking(False)
-    try:
-        data: bytes = reader.peek() or b""
-        return reader.read(len(data)) if data else b""
-    except (BlockingIOError, ValueError, OSError):
-        return b""
-    finally:
-        raw.setblocking(True)
-
-
-class FrameDemux:
-    """Splits Docker's multiplexed stream (8-byte header per frame) into stdout and stderr."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        self._buffer += data
-        frames = []
-        while len(self._buffer) >= FRAME.size:
-            stream, size = FRAME.unpack_from(self._buffer)
-            if len(self._buffer) < FRAME.size + size:
-                break
-            frames.append((stream, self._buffer[FRAME.size : FRAME.size + size]))
-            self._buffer = self._buffer[FRAME.size + size :]
-        return frames
 
 
 class _Container:
@@ -105,12 +64,12 @@ class _Container:
         self.client = client
         self.id = container_id
         self.attach = attach
-        self.sock = _raw_socket(attach)
+        self.sock = raw_socket(attach)
         self.demux = FrameDemux()
         self.reader = MessageReader()
         self.pending: list[dict[str, Any]] = []
         self.log = bytearray()
-        self.pending += self._messages(_already_buffered(attach))
+        self.pending += self._messages(already_buffered(attach))
 
     def _messages(self, data: bytes) -> list[dict[str, Any]]:
         out = b""
@@ -174,6 +133,7 @@ class DockerSession(ClosingSession):
         self.network = network
         self.identity = sandbox_identity()
         self._binds = [*session_mounts(self.workdir, None, mounts, self.identity), Mount(INIT_SCRIPT)]
+        self.quota = DiskQuota([m.source for m in self._binds if not m.read_only and not m.hidden], limits)
         self._lock = threading.Lock()
         self._closed = False
         self._oom_seen = 0
@@ -182,7 +142,7 @@ class DockerSession(ClosingSession):
     def _start(self) -> _Container:
         api = self.client.api
         limits = self.limits
-        tmpfs_options = f"rw,exec,nosuid,nodev,mode=1777,size={limits.memory_mb}m"
+        tmpfs_options = f"rw,exec,nosuid,nodev,mode=1777,size={tmpfs_bytes(limits)}"
         visible = [m for m in self._binds if not m.hidden]
         binds = {str(m.source): {"bind": str(m.source), "mode": "ro" if m.read_only else "rw"} for m in visible}
         tmpfs = {"/tmp": tmpfs_options, str(SCRATCH): tmpfs_options}
@@ -201,6 +161,7 @@ class DockerSession(ClosingSession):
             pids_limit=limits.pids,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges:true"],
+            ulimits=[Ulimit(name="fsize", soft=fsize_limit(limits), hard=fsize_limit(limits))],
             auto_remove=True,
             # every GPU, as `docker run --gpus all` (the NVIDIA container toolkit on the engine's host)
             device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])] if limits.gpus else None,
@@ -254,7 +215,8 @@ class DockerSession(ClosingSession):
                 # The last run took the container down (e.g. OOM killed its PID 1): start afresh.
                 self._container = self._start()
             container = self._container
-            run = _ExecRun(container, self.limits.output_bytes)
+            self.quota.start()
+            run = _ExecRun(container, self.limits.output_bytes, self.quota)
             try:
                 limit = timeout if timeout is not None else self.limits.timeout_s
                 run.execute(list(cmd), clean_env(self.scratch, env), cwd or self.workdir, limit)
@@ -267,8 +229,10 @@ class DockerSession(ClosingSession):
             if run.container_lost:
                 container.remove()
                 self._container = None
-                oom = oom or (run.exit_code == 137 and not run.timed_out)
-            return run.to_result(oom)
+                oom = oom or (run.exit_code == 137 and not run.timed_out and not run.stopping)
+            outcome = run.to_result(oom)
+            over = self.quota.settle(reset.get("full") or [])  # nothing of the command runs any more
+            return replace(outcome, disk_quota_exceeded=True, disk_quota_detail=over) if over else outcome
 
     def close(self) -> None:
         with self._lock:
@@ -282,13 +246,15 @@ class DockerSession(ClosingSession):
 
 
 class _ExecRun:
-    """One `docker exec`: capped output, wall-time limit enforced by PID 1 killing everything."""
+    """One `docker exec`: capped output; the wall-time limit and the disk quota enforced by PID 1 killing everything."""
 
-    def __init__(self, container: _Container, output_bytes: int) -> None:
+    def __init__(self, container: _Container, output_bytes: int, quota: DiskQuota) -> None:
         self.container = container
+        self.quota = quota
         self.out, self.err = OutputBuffer(output_bytes), OutputBuffer(output_bytes)
         self.exit_code: int | None = None
         self.timed_out = False
+        self.stopping = False
         self.container_lost = False
         self.reset_sent = False
         self.exec_id = ""
@@ -309,34 +275,47 @@ class _ExecRun:
         """Ask PID 1 to kill what the command left behind (answered in DockerSession.run)."""
         if not self.reset_sent:
             self.reset_sent = True
-            self.container.send({"op": "reset"})
+            self.container.send({"op": "reset", "tmpfs": list(IN_MEMORY)})
 
     def _collect(self, stream: Any, deadline: float) -> None:
-        sock = _raw_socket(stream)
+        sock = raw_socket(stream)
         demux = FrameDemux()
-        self._feed(demux.feed(_already_buffered(stream)))
+        self._feed(demux.feed(already_buffered(stream)))
         poll = EXIT_POLL_MIN_S
+        next_exit_check = time.monotonic() + poll
         while True:
-            wait = deadline - time.monotonic()
+            now = time.monotonic()
+            wait = deadline - now
             if wait <= 0:
-                if self.timed_out:
-                    raise SandboxError("the sandbox did not stop a timed-out command")
+                if self.stopping:
+                    raise SandboxError("the sandbox did not stop a command it was told to kill")
                 self.timed_out = True
-                self.container.send({"op": "kill"})
-                deadline = time.monotonic() + GRACE_S
+                deadline = self._stop()
                 continue
-            ready, _, _ = select.select([sock], [], [], min(wait, poll))
+            if not self.stopping and self.quota.poll():
+                deadline = self._stop()
+                continue
+            quiet = min(wait, max(0.0, next_exit_check - now))
+            ready, _, _ = select.select([sock], [], [], quiet if self.stopping else self.quota.wait(quiet))
             if not ready:
-                # Quiet stream: background processes may hold it open after the command exited,
-                # and the engine would only close it seconds later. Check, and reset if so.
-                if not self.reset_sent and not self._running():
-                    self._reset()
-                poll = min(poll * 2, EXIT_POLL_MAX_S)
+                if time.monotonic() >= next_exit_check:
+                    # Quiet stream: background processes may hold it open after the command exited,
+                    # and the engine would only close it seconds later. Check, and reset if so.
+                    if not self.reset_sent and not self._running():
+                        self._reset()
+                    poll = min(poll * 2, EXIT_POLL_MAX_S)
+                    next_exit_check = time.monotonic() + poll
                 continue
             data = sock.recv(1 << 16)
             if not data:
                 return
             self._feed(demux.feed(data))
+
+    def _stop(self) -> float:
+        """Have PID 1 kill everything (timed out, or over the disk quota); the new deadline for the stream to end."""
+        self.container.send({"op": "kill"})
+        self.stopping = True
+        return time.monotonic() + GRACE_S
 
     def _running(self) -> bool:
         return bool(self.container.client.api.exec_inspect(self.exec_id).get("Running"))

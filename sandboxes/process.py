@@ -1,4 +1,5 @@
-"""`process` backend: a plain subprocess with rlimits. NO isolation: only when asked for by name."""
+"""`process` backend: a plain subprocess with rlimits and the disk quota over its workdir and scratch.
+NO isolation: only when asked for by name."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sandboxes.base import ClosingSession, Limits, Mount, RunResult, SandboxError, clean_env
 from sandboxes.capture import run_capped
+from sandboxes.disk_quota import DiskQuota, fsize_limit
 
 
 class ProcessSession(ClosingSession):
@@ -20,11 +23,14 @@ class ProcessSession(ClosingSession):
         self.workdir = workdir.resolve()
         self.scratch = Path(tempfile.mkdtemp(prefix="meta-agent-scratch-"))
         self.limits = limits
+        self.quota = DiskQuota([self.workdir, self.scratch], limits)
         self._closed = False
 
     def _rlimits(self) -> None:
         mem = self.limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        size = fsize_limit(self.limits)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
     def run(
         self,
@@ -36,14 +42,18 @@ class ProcessSession(ClosingSession):
     ) -> RunResult:
         if self._closed:
             raise SandboxError("process session is closed; open a new one")
-        return run_capped(
+        self.quota.start()
+        result = run_capped(
             cmd,
             cwd=cwd or self.workdir,
             env=clean_env(self.scratch, env),
             timeout=timeout if timeout is not None else self.limits.timeout_s,
             output_bytes=self.limits.output_bytes,
+            quota=self.quota,
             preexec=self._rlimits,
         )
+        over = self.quota.settle()
+        return replace(result, disk_quota_exceeded=True, disk_quota_detail=over) if over else result
 
     def close(self) -> None:
         self._closed = True

@@ -5,7 +5,8 @@ root) it first drops to that unprivileged uid, with no supplementary groups and 
 so nothing in the sandbox ever runs as host root. It
 - reaps orphans (it is the init of the session's pid namespace),
 - on `reset`, kills every other process so nothing from one run survives into the next
-  (a fork bomb, a daemonised helper), and reports the OOM kills its memory cgroup has seen,
+  (a fork bomb, a daemonised helper), and reports the OOM kills its memory cgroup has seen and
+  which of the session's size-capped tmpfs mounts the run filled up (emptied of what it wrote there),
 - on `spawn` (bwrap), starts a command with posix_spawn and reports its exit status, so a
   run costs one spawn instead of a new set of namespaces,
 - exits when its channel closes, which happens when the session's owner goes away; as the
@@ -29,6 +30,7 @@ import stat
 import struct
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 HEADER = struct.Struct(">I")
@@ -118,6 +120,60 @@ def _oom_kills() -> int | None:
     return None
 
 
+def remove_changed_since(root: str, since_ns: int, spare: Mapping[tuple[int, int], int] | None = None) -> None:
+    """Delete every entry under `root` created or changed at or after `since_ns` (ctime, which no program can
+    set back), deepest first, but those in `spare` ((st_dev, st_ino) -> ctime) still unchanged; never follows
+    a link nor leaves root's filesystem. Call it when nothing writes there."""
+    try:
+        device = os.lstat(root).st_dev
+    except OSError:
+        return
+    spare = spare or {}
+    dirs: list[str] = []
+    stack = [root]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = _entries(top)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            changed = info.st_ctime_ns >= since_ns and spare.get((info.st_dev, info.st_ino)) != info.st_ctime_ns
+            if stat.S_ISDIR(info.st_mode):
+                if info.st_dev == device:  # a mount inside (bwrap's scratch under /tmp) is not this run's to clear
+                    stack.append(entry.path)
+                    if changed:
+                        dirs.append(entry.path)
+            elif changed:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+    for path in reversed(dirs):
+        with contextlib.suppress(OSError):
+            os.rmdir(path)  # fails, as it should, while older files are still in it
+
+
+def _entries(path: str) -> list[os.DirEntry[str]]:
+    """A directory's entries; one whose mode hid them or forbade deleting them is opened up first (it is ours)."""
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        with contextlib.suppress(OSError):
+            os.chmod(path, stat.S_IRWXU)
+    with os.scandir(path) as it:
+        return list(it)
+
+
+def _is_full(path: str) -> bool:
+    """A size-capped tmpfs with no free block or inode left: a write into it failed with ENOSPC."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return False
+    return (info.f_blocks > 0 and info.f_bavail == 0) or (info.f_files > 0 and info.f_favail == 0)
+
+
 def _resolve(program: str, env: dict[str, str]) -> str:
     if "/" in program:
         return program
@@ -132,6 +188,9 @@ class Init:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.current: int | None = None
+        # What changed in a tmpfs after the last reset, the current run wrote. (The kernel stamps changes with a
+        # clock up to a tick behind this one: what a run writes in its first few ms and never again looks older.)
+        self.last_reset_ns = time.time_ns()
 
     def reap(self) -> None:
         while True:
@@ -165,8 +224,11 @@ class Init:
         actions += [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(fds, (1, 2), strict=False)]
         try:
             os.chdir(request["cwd"])
+            # SIGXFSZ back to its default (Python ignores it, and children inherit that): a command that
+            # reaches the file-size limit stops there, as it would when started from a shell.
             self.current = os.posix_spawn(
-                _resolve(request["argv"][0], env), request["argv"], env, file_actions=actions, setsid=True
+                _resolve(request["argv"][0], env), request["argv"], env, file_actions=actions, setsid=True,
+                setsigdef=(signal.SIGXFSZ,),
             )
         except OSError as err:
             message = f"sandbox: cannot run {request['argv'][0]!r} in {request['cwd']}: {err.strerror}\n"
@@ -190,7 +252,12 @@ class Init:
             self.channel.send({"event": "killed", "clean": self.kill_all()})
         elif op == "reset":
             clean = self.kill_all()
-            self.channel.send({"event": "reset", "clean": clean, "oom_kills": _oom_kills()})
+            # Nothing runs now, so what the run wrote into a tmpfs it filled can go (it is the owner's memory).
+            full = [path for path in message.get("tmpfs", []) if _is_full(path)]
+            for path in full:
+                remove_changed_since(path, self.last_reset_ns + 1)
+            self.last_reset_ns = time.time_ns()
+            self.channel.send({"event": "reset", "clean": clean, "oom_kills": _oom_kills(), "full": full})
         else:
             self.channel.send({"event": "error", "detail": f"unknown op {op!r}"})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,13 +16,13 @@ from pydantic import BaseModel, Field
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.agents.prompts import load_prompt
-from meta_agent.agents.python_tool import DESCRIPTION, PYTHON_SECONDS, PythonArgs, run_python
+from meta_agent.agents.python_tool import DESCRIPTION, PythonArgs, run_python, throwaway_session
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.client import LLMClient
 from meta_agent.llm.tools import Tool, ToolResult
 from meta_agent.llm.transcript import Transcript
 from meta_agent.report.rollout_report import RolloutReport
-from sandboxes import Limits, Mount
+from sandboxes import Mount
 
 MAX_STEPS = 40
 """A backstop: what bounds a diagnosis is its token budget (llm.diagnostician_tokens)."""
@@ -32,6 +31,8 @@ READ_CHARS = 20_000
 GREP_SECONDS = 5.0
 MAX_PATTERN_CHARS = 1_000
 MAX_LISTED = 300
+MAX_PATH_CHARS = 1_000
+MAX_READ_BYTES = 4_000_000
 PYTHON_MEMORY_MB = 2048
 EVIDENCE = "evidence"
 
@@ -87,10 +88,17 @@ class HarnessReader:
     evidence: Path | None = None
 
     def _resolve(self, rel: str) -> Path | None:
+        """The file `rel` names inside the harness or the evidence folder; None for anything else, including
+        names the OS refuses (a NUL byte, a component over the length limit)."""
         root = self.root
         if self.evidence is not None and (rel == EVIDENCE or rel.startswith(EVIDENCE + "/")):
             root, rel = self.evidence, rel[len(EVIDENCE) + 1:]
-        path = (root / rel).resolve()
+        if len(rel) > MAX_PATH_CHARS or "\x00" in rel:
+            return None
+        try:
+            path = (root / rel).resolve()
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop
+            return None
         return path if path == root.resolve() or root.resolve() in path.parents else None
 
     @staticmethod
@@ -110,9 +118,13 @@ class HarnessReader:
 
     def read(self, rel: str) -> str | None:
         path = self._resolve(rel)
-        if path is None or not path.is_file():
+        try:
+            if path is None or not path.is_file():
+                return None
+            with path.open("rb") as f:  # a bounded read: the model gets READ_CHARS of it at most
+                return f.read(MAX_READ_BYTES).decode("utf-8", errors="replace")
+        except OSError:
             return None
-        return path.read_text(encoding="utf-8", errors="replace")
 
     def tools(self) -> list[Tool]:
         return [
@@ -189,12 +201,9 @@ def python_session(ctx: ProposalContext) -> Iterator[list[Tool]]:
         return
     mounts = [Mount(ctx.harness_dir.resolve())] + ([Mount(ctx.evidence_dir.resolve())] if ctx.evidence_dir else [])
     env = {"EVIDENCE": str(ctx.evidence_dir.resolve()) if ctx.evidence_dir else ""}
-    with tempfile.TemporaryDirectory(prefix="ma-diagnose-") as scratch:
-        Path(scratch).chmod(0o777)  # sandboxed code runs as an unprivileged uid
-        limits = Limits(memory_mb=PYTHON_MEMORY_MB, timeout_s=PYTHON_SECONDS)
-        with ctx.sandbox.open(Path(scratch), mounts=mounts, limits=limits) as session:
-            yield [Tool("run_python", DESCRIPTION, PythonArgs,
-                        lambda a: run_python(session, a.code, cwd=ctx.harness_dir.resolve(), env=env))]
+    with throwaway_session(ctx.sandbox, mounts, PYTHON_MEMORY_MB) as session:
+        yield [Tool("run_python", DESCRIPTION, PythonArgs,
+                    lambda a: run_python(session, a.code, cwd=ctx.harness_dir.resolve(), env=env))]
 
 
 class Diagnostician:
