@@ -152,9 +152,10 @@ def validate(
         help="a skill folder, or a library (a folder of skill folders); default: your user library")] = None,
 ) -> None:
     """Check skills against the Agent Skills format (SKILL.md front matter: name, description, allowed keys) and
-    against meta-agent's own rules (skill.yaml fields, apply.py's `apply(harness_dir, params)`). Exit 1 on any
-    problem; each problem names its file."""
+    against meta-agent's own rules (skill.yaml fields, apply.py's `apply(harness_dir, params)`, plain bounded
+    files only: what import and export accept). Exit 1 on any problem; each problem names its file."""
     from meta_agent.paths import data_dir
+    from meta_agent.skills.plain_folder import folder_problems
     from meta_agent.skills.skill_files import agent_skills_problems, meta_agent_problems
 
     root = path if path is not None else data_dir() / "skills"
@@ -166,7 +167,8 @@ def validate(
         raise UserError(f"{root} holds no skill folders (a skill is a folder with a {SKILL_FILE})")
     bad = 0
     for folder in folders:
-        problems = list(dict.fromkeys(agent_skills_problems(folder) + meta_agent_problems(folder)))
+        problems = list(dict.fromkeys(agent_skills_problems(folder) + meta_agent_problems(folder)
+                                      + folder_problems(folder)))
         bad += bool(problems)
         if problems:
             console.print(f"[red]✗[/] {folder.name}")

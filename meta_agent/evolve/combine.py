@@ -6,7 +6,8 @@ later winner is first made to sit on the new main (merged as is when git can, el
 there by its proposer, which for a skill means re-applying it), then that combination goes through
 the cascade again against the new main (replay at least; train for a performance change, and
 there it must not fall below what the winners merged before it reached). A combination that
-cannot be made or fails is recorded with verdict `conflict`; the run goes on.
+cannot be made or fails, or whose making raises (its proposer, the new main's replay), is recorded
+with verdict `conflict` and the reason; the run goes on.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import dataclasses
 from meta_agent.agents.base import Hypothesis
 from meta_agent.backtest.gate import decide
 from meta_agent.contract import ReplayRecord, read_jsonl
+from meta_agent.errors import BudgetExhausted, failure_text
 from meta_agent.evolve.candidate import CandidateRun, GenerationView
 from meta_agent.evolve.context import RunContext
 from meta_agent.gitops import MergeConflict, export_tree, merge_commit
@@ -43,7 +45,7 @@ def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created:
         repo=ctx.repo, base=new_main, branch=branch, cand_id=created.cand_id, hypothesis=h, proposer=ctx.proposer,
         sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=view.dir / f"cand-{k}{TAG}" / "edit",
         kit_dir=ctx.kit_dir, readable=[lib.root for lib in ctx.skills.libraries],
-        when=ctx.when(view.key(f"c{k}{TAG}", "rebase")), rollouts=view.replay_set.path, tasks=ctx.tasks_file,
+        when=ctx.when(view.key(f"c{k}{TAG}", "rebase")), rollouts=view.replay_set.session_path, tasks=ctx.tasks_file,
         evidence=view.evidence)
     if commit is None:
         return Combined(cand_id=created.cand_id, how="conflict", commit=None, branch="",
@@ -72,6 +74,18 @@ def _replay_of(ctx: RunContext, view: GenerationView, new_main: str, i: int) -> 
 def combine(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, alone: Verdict, created: CandidateCreated,
             new_main: str, i: int, best_delta: float | None) -> tuple[Verdict, Combined]:
     """Test winner k on top of `new_main`; the verdict is `promoted` (merge what `Combined` names) or `conflict`."""
+    try:
+        return _combine(ctx, view, k, h, alone, created, new_main, i, best_delta)
+    except (BudgetExhausted, KeyboardInterrupt):
+        raise
+    except Exception as e:  # one winner's combination failing is that candidate's, never the run's
+        reason = f"combining it with the winners merged before it raised {failure_text(e)}"
+        return (alone.model_copy(update={"verdict": "conflict", "stage": "merge", "reason": reason}),
+                Combined(cand_id=created.cand_id, how="conflict", commit=None, branch="", reason=reason))
+
+
+def _combine(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, alone: Verdict, created: CandidateCreated,
+             new_main: str, i: int, best_delta: float | None) -> tuple[Verdict, Combined]:
     ctx.reporter.phase(f"gen {view.g}: candidate {k}: combining with the winners merged before it")
     made = ctx.step(view.key(f"c{k}{TAG}", "made"), Combined, lambda: _made(ctx, view, k, h, created, new_main))
     conflict = alone.model_copy(update={"verdict": "conflict", "stage": "merge"})

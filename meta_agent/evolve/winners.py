@@ -5,10 +5,12 @@ from __future__ import annotations
 import functools
 import shutil
 import time
+from pathlib import Path
 
 from meta_agent.agents.base import Hypothesis, Outcome
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains import domain_entry
+from meta_agent.errors import BudgetExhausted, failure_text
 from meta_agent.evolve.candidate import GenerationView, note_for, stages_of
 from meta_agent.evolve.combine import combine
 from meta_agent.evolve.context import RunContext
@@ -27,7 +29,7 @@ from meta_agent.journal import (
 from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
-from meta_agent.skills.store import UnknownSkill, load_skill
+from meta_agent.skills.store import SkillError, UnknownSkill, load_skill
 from meta_agent.skills.variants import params_of
 from meta_agent.training import TrainedRun
 from meta_agent.verdicts import Verdict
@@ -127,27 +129,64 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
 
 
 def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillWritten:
-    """The proposer's skill writer sees the hypothesis, the diff and the measured outcome."""
+    """The proposer's skill writer sees the hypothesis, the diff and the measured outcome. The skill it
+    writes is published only after its trial; whatever fails or raises on the way (the writer, loading
+    the skill, its trial, publishing it) refuses that skill with the reason, never the run."""
     created = _candidate(ctx, g, k)
     diff = ctx.repo.git.diff(main_before, created.commit) if created and created.commit else ""
-    folder = ctx.proposer.learn(Outcome(
-        run_id=ctx.run_id, generation=g, domain=ctx.domain.name, hypothesis=h, diff=diff,
-        verdict=v.model_dump(mode="json"), skills_dir=ctx.run_dir / "skills"))
+    try:
+        folder = ctx.proposer.learn(Outcome(
+            run_id=ctx.run_id, generation=g, domain=ctx.domain.name, hypothesis=h, diff=diff,
+            verdict=v.model_dump(mode="json"), skills_dir=ctx.run_dir / "skills"))
+    except (BudgetExhausted, KeyboardInterrupt):
+        raise
+    except Exception as e:  # the writer's failure is this candidate's lesson lost, not the run's
+        return _refuse(ctx, None, f"the skill writer raised {failure_text(e)}")
     if folder is None:
         return SkillWritten(skill=None)
-    refused = trial(load_skill(folder), domain_entry(ctx.cfg.domain).harness_domain, sandbox=ctx.sandbox,
-                    limits=ctx.cfg.sandbox.limits(), kit_dir=ctx.kit_dir,
-                    work=ctx.run_dir / f"gen-{g:03d}" / f"cand-{k}" / "skill-trial")
-    if refused:  # kept for the user to read, where no library loads it
+    if not _in_run_library(ctx, folder):
+        return _refuse(ctx, folder, f"the skill writer returned {folder}, which is not a skill folder of this run's "
+                                    f"library {ctx.run_dir / 'skills'}; a proposer's learn() must write there")
+    cand_dir = ctx.run_dir / f"gen-{g:03d}" / f"cand-{k}"
+    try:
+        refused = trial(load_skill(folder), domain_entry(ctx.cfg.domain).harness_domain, sandbox=ctx.sandbox,
+                        limits=ctx.cfg.sandbox.limits(), kit_dir=ctx.kit_dir, work=cand_dir / "skill-trial",
+                        edit=cand_dir / "edit")
+        if not refused:
+            skill = ctx.skills.add(folder, origin={"run": ctx.run_id, "candidate": v.cand_id,
+                                                   "run_dir": str(ctx.run_dir)})
+            return SkillWritten(skill=skill.name, path=str(skill.path))
+    except SkillError as e:
+        refused = str(e)
+    except (BudgetExhausted, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        refused = f"trying or publishing it raised {failure_text(e)}"
+    return _refuse(ctx, folder, refused)
+
+
+def _in_run_library(ctx: RunContext, folder: Path) -> bool:
+    """A skill folder of the run's own library (not a link, not a dot folder): the only place a learned
+    skill is taken from, and the only folder a refusal moves."""
+    library = (ctx.run_dir / "skills").resolve()
+    return (folder.parent.resolve() == library and not folder.is_symlink() and folder.is_dir()
+            and not folder.name.startswith((".", "_")))
+
+
+def _refuse(ctx: RunContext, folder: Path | None, reason: str) -> SkillWritten:
+    """Keep a refused skill for the user to read, in `RUN/skills/.refused` where no library loads it. A
+    folder elsewhere is left alone; a link the writer put in the run library is removed (never its target)."""
+    held = None
+    if folder is not None and _in_run_library(ctx, folder):
         held = ctx.run_dir / "skills" / REFUSED_DIR / folder.name
         if held.exists():
             shutil.rmtree(held)
         held.parent.mkdir(parents=True, exist_ok=True)
         folder.rename(held)
-        ctx.reporter.phase(f"skill {folder.name} not published: {refused}"[:300])
-        return SkillWritten(skill=None, path=str(held), refused=refused)
-    skill = ctx.skills.add(folder)
-    return SkillWritten(skill=skill.name, path=str(folder))
+    elif folder is not None and folder.is_symlink() and folder.parent.resolve() == (ctx.run_dir / "skills").resolve():
+        folder.unlink()
+    ctx.reporter.phase(f"skill {folder.name if folder else '(none)'} not published: {reason}"[:300])
+    return SkillWritten(skill=None, path=str(held or folder or ""), refused=reason)
 
 
 def _candidate(ctx: RunContext, g: int, k: int) -> CandidateCreated | None:

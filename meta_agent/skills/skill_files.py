@@ -12,12 +12,17 @@ front matter) still loads; it is rewritten in this layout the next time the skil
 from __future__ import annotations
 
 import ast
+import errno
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from yaml.composer import ComposerError
+from yaml.nodes import Node
 
 from meta_agent.errors import UserError
 from meta_agent.fsutil import atomic_write_text
@@ -30,6 +35,13 @@ POINTER_KEY = "meta-agent"
 FENCE = "---"
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
+MAX_FILE_BYTES = 1024**2
+"""Any one file of a skill: the seed library's largest is under 2 KB, and a skill.yaml holding a
+thousand evidence entries stays under half of this."""
+MAX_APPLY_CHARS = 200_000
+"""apply.py longer than this is refused before it is parsed (seed skills' are under 5 KB)."""
+MAX_YAML_DEPTH = 20
+"""Nesting of a skill's YAML: its fields need 4 levels; PyYAML composes each level by recursion."""
 
 
 class SkillError(UserError, ValueError):
@@ -48,10 +60,64 @@ def split_front_matter(text: str, where: Path) -> tuple[str, str]:
     raise SkillError(f"{where}: front matter is not closed with a '---' line")
 
 
-def _yaml_mapping(text: str, where: Path, what: str) -> dict[str, Any]:
+def read_file(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of one file of a skill, which must be a regular file (opened without following a link or
+    blocking on a FIFO) of at most `limit` bytes: skills come from other people and from LLMs."""
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        why = "is a symbolic link" if e.errno == errno.ELOOP else f"cannot be opened ({e.strerror})"
+        raise SkillError(f"{path}: {why}; a skill's files must be regular files") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SkillError(f"{path}: is not a regular file (a FIFO, socket or device)")
+        chunks: list[bytes] = []
+        remaining = limit + 1 if info.st_size <= limit else 0
+        while remaining > 0 and (chunk := os.read(fd, min(remaining, 1 << 20))):
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        if info.st_size > limit or remaining <= 0:
+            raise SkillError(f"{path}: over the {limit}-byte limit for one file of a skill")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """`read_file` decoded as UTF-8 (a SkillError naming the byte offset when it is not)."""
+    data = read_file(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SkillError(f"{path}: not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r}); "
+                         "save it as UTF-8") from None
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases (a few lines of `&a [*a, *a]` stand for billions of nodes to whoever
+    walks the result) and nesting deeper than MAX_YAML_DEPTH (each level is one Python call deeper)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        mark = self.peek_event().start_mark
+        if self.check_event(yaml.AliasEvent):
+            raise ComposerError(None, None, "aliases (*name) are not allowed in a skill's YAML", mark)
+        if self._depth >= MAX_YAML_DEPTH:
+            raise ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def yaml_mapping(text: str, where: Path, what: str) -> dict[str, Any]:
+    """The YAML mapping in `text` (a SkillError naming `where` and `what` when it is not one, or is a bomb)."""
+    try:
+        data = yaml.load(text, Loader=_BoundedLoader) or {}
+    except (yaml.YAMLError, ValueError) as e:  # ValueError: a typed scalar that does not convert (`!!int 0xZZ`)
         raise SkillError(f"{where}: {what} is not valid YAML: {e}") from e
     if not isinstance(data, dict):
         raise SkillError(f"{where}: {what} must be a mapping of keys to values, not {type(data).__name__}")
@@ -61,10 +127,10 @@ def _yaml_mapping(text: str, where: Path, what: str) -> dict[str, Any]:
 def parse_skill_md(text: str, where: Path, sidecar: str | None = None) -> tuple[SkillMeta, str]:
     """The skill's fields and body from SKILL.md `text` (+ the text of its skill.yaml, if it has one)."""
     front_text, body = split_front_matter(text, where)
-    front = _yaml_mapping(front_text, where, "front matter")
+    front = yaml_mapping(front_text, where, "front matter")
     fields = {k: v for k, v in front.items() if k not in SPEC_FIELDS or k in ("name", "description")}
     if sidecar is not None:
-        side = _yaml_mapping(sidecar, where.with_name(SIDECAR_FILE), SIDECAR_FILE)
+        side = yaml_mapping(sidecar, where.with_name(SIDECAR_FILE), SIDECAR_FILE)
         fields = {**side, **fields}
     try:
         meta = SkillMeta.model_validate(fields)
@@ -77,10 +143,10 @@ def parse_skill_md(text: str, where: Path, sidecar: str | None = None) -> tuple[
 
 def read_skill_files(folder: Path) -> tuple[SkillMeta, str]:
     md, side = folder / SKILL_FILE, folder / SIDECAR_FILE
-    if not md.is_file():
+    if not os.path.lexists(md):
         raise SkillError(f"{folder}: no {SKILL_FILE}")
-    sidecar = side.read_text(encoding="utf-8") if side.is_file() else None
-    return parse_skill_md(md.read_text(encoding="utf-8"), md, sidecar)
+    sidecar = read_text(side) if os.path.lexists(side) else None
+    return parse_skill_md(read_text(md), md, sidecar)
 
 
 def render_skill_md(meta: SkillMeta, body: str) -> str:
@@ -106,10 +172,10 @@ def write_skill_files(folder: Path, meta: SkillMeta, body: str) -> None:
 def agent_skills_problems(folder: Path) -> list[str]:
     """What keeps `folder` from being a valid Agent Skills skill (empty when it is one)."""
     md = folder / SKILL_FILE
-    if not md.is_file():
+    if not os.path.lexists(md):
         return [f"{folder}: no {SKILL_FILE}"]
     try:
-        front = _yaml_mapping(split_front_matter(md.read_text(encoding="utf-8"), md)[0], md, "front matter")
+        front = yaml_mapping(split_front_matter(read_text(md), md)[0], md, "front matter")
     except SkillError as e:
         return [str(e)]
     problems = []
@@ -144,8 +210,11 @@ def meta_agent_problems(folder: Path) -> list[str]:
     except SkillError as e:
         problems.append(str(e))
     script = folder / APPLY_FILE
-    if script.is_file():
-        problem = check_apply(script.read_text(encoding="utf-8", errors="replace"))
+    if os.path.lexists(script):
+        try:
+            problem = check_apply(read_text(script))
+        except SkillError as e:
+            problem = str(e)
         if problem:
             problems.append(f"{script}: {problem}")
     return problems
@@ -153,10 +222,14 @@ def meta_agent_problems(folder: Path) -> list[str]:
 
 def check_apply(source: str) -> str | None:
     """Why an apply.py cannot work, or None (it runs later, sandboxed; here only its shape is checked)."""
+    if len(source) > MAX_APPLY_CHARS:
+        return f"apply_py is {len(source)} characters, over the {MAX_APPLY_CHARS} a skill's edit may take"
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
         return f"apply_py has a syntax error at line {e.lineno}: {e.msg}"
+    except (MemoryError, RecursionError) as e:  # nesting past the parser's own stacks (not memory running out)
+        return f"apply_py cannot be parsed ({type(e).__name__}): nested too deeply; write it as plain statements"
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply"), None)
     if fn is None or len(fn.args.args) != 2:
         return "apply_py must define a top-level `def apply(harness_dir, params)`"

@@ -1,28 +1,35 @@
 """Skill folders on disk: load (broken ones reported, not fatal), save, and a layered set of libraries.
 
 Libraries are searched in order (run library, user library, `--skills` paths, seed library);
-the first one holding a name wins. Writes (evidence, retirement) go to a writable library:
-a skill from a read-only library is copied into the user library first.
+the first one holding a name wins. Writes (evidence, retirement) go to a writable library: for a
+skill from a read-only library, to an overlay file in the user library. Loading never fails on one
+skill: whatever is wrong with its files (not UTF-8, too big, a YAML bomb) is that skill's problem.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import yaml
+from pydantic import BaseModel, Field, ValidationError
 
-from meta_agent.errors import UserError
+from meta_agent.errors import UserError, failure_text
 from meta_agent.fsutil import atomic_write_text
-from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, Evidence, SkillMeta
+from meta_agent.skills.model import APPLY_FILE, SKILL_FILE, DomainTag, Evidence, SkillMeta
+from meta_agent.skills.plain_folder import copy_folder, read_folder
 from meta_agent.skills.skill_files import (  # noqa: F401 - SkillError and the parsers are used from here too
     SkillError,
     parse_skill_md,
     read_skill_files,
+    read_text,
     render_skill_md,
     split_front_matter,
     write_skill_files,
+    yaml_mapping,
 )
 
 
@@ -79,12 +86,23 @@ class Library:
                 except SkillError as e:
                     lib.problems.append(str(e))
                     continue
+                except Exception as e:  # one skill's files, whatever they hold, are that skill's problem
+                    lib.problems.append(f"{folder}: cannot be loaded ({failure_text(e, 300)}); fix or remove it")
+                    continue
                 lib.skills[skill.name] = skill
         return lib
 
 
 OVERLAY_DIR = ".overlay"
 """In the user library: evidence and status for skills whose folders live elsewhere (seed, --skills)."""
+
+
+class _Overlay(BaseModel):
+    """One `.overlay/<name>.yaml`: what the user's runs measured of a skill kept in another library."""
+
+    status: Literal["active", "retired"] | None = None
+    retired_in: list[DomainTag] | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
 
 
 @dataclass
@@ -106,13 +124,19 @@ class SkillSet:
         for lib in (*self.extra, self.seed):
             for skill in lib.skills.values():
                 state = self._overlay_path(skill.name)
-                if state is not None and state.is_file():
-                    data = yaml.safe_load(state.read_text()) or {}
-                    skill.meta = skill.meta.model_copy(update={
-                        "evidence": [Evidence.model_validate(e) for e in data.get("evidence", [])],
-                        "status": data.get("status", skill.meta.status),
-                        "retired_in": list(data.get("retired_in", skill.meta.retired_in)),
-                    })
+                if state is None or not os.path.lexists(state):
+                    continue
+                try:
+                    overlay = _Overlay.model_validate(yaml_mapping(read_text(state), state, "overlay"))
+                except (SkillError, ValidationError) as e:
+                    holder = self.user or self.run
+                    assert holder is not None  # an overlay path comes from one of them
+                    holder.problems.append(f"{state}: not a valid overlay ({failure_text(e, 300)}); {skill.name} is "
+                                           "used without the evidence recorded there: fix or remove the file")
+                    continue
+                skill.meta = skill.meta.model_copy(update={
+                    "evidence": overlay.evidence, "status": overlay.status or skill.meta.status,
+                    "retired_in": skill.meta.retired_in if overlay.retired_in is None else overlay.retired_in})
 
     @property
     def libraries(self) -> list[Library]:
@@ -154,77 +178,58 @@ class SkillSet:
                  "evidence": [e.model_dump(mode="json") for e in skill.meta.evidence]}
         atomic_write_text(path, yaml.safe_dump(state, sort_keys=False))
 
-    def add(self, folder: Path) -> Skill:
-        """Register a new skill folder written into the run library (and publish it to the user library).
+    def add(self, folder: Path, origin: dict[str, str] | None = None) -> Skill:
+        """Publish a learned skill written into the run library: to the user library, under a name no
+        other skill holds (`<name>-2`, ...), with no evidence of its own yet. `origin` (run, candidate,
+        run_dir: the learning step that wrote it) replaces what the writer claimed in its provenance.
 
-        A learned skill never silently shadows one another library holds under its name: it is renamed
-        (`<name>-2`, ...), unless it says it `revises` that skill (provenance), in which case the
-        previous version is kept, retired, as `<name>-v<N>` in the writable library.
+        Nothing that exists is changed: a learned skill that means to revise a skill (provenance
+        `revises`) is published beside it, and earns its own record; the user compares the two.
         """
-        skill = load_skill(folder)
-        previous = self._holder(skill)
-        if previous is not None:
-            if skill.meta.provenance.get("revises") == skill.name:
-                self._keep_previous(previous)
-            else:
-                skill = _rename(skill, self._free_name(skill))
-                folder = skill.path
-        if self.run is not None:
-            self.run.skills[skill.name] = skill
-        if self.user is not None and self.user.writable and folder.parent != self.user.root:
+        read_folder(folder)  # refused before anything is renamed or copied
+        found = load_skill(folder)
+        provenance = {**found.meta.provenance, **(origin or {})}
+        # Evidence travels with measurements, not with text: a revision copies its predecessor's record
+        skill = Skill(meta=found.meta.model_copy(update={"provenance": provenance, "evidence": []}),
+                      body=found.body, path=folder)
+        save_skill(skill)
+        if self._taken(skill.name, skill):
+            skill = _rename(skill, self._free_name(skill))
+        if self.user is not None and self.user.writable and skill.path.parent != self.user.root:
             dest = self.user.root / skill.name
             self.user.root.mkdir(parents=True, exist_ok=True)
-            if dest.exists():
-                shutil.rmtree(dest)
-            shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("__pycache__"))
+            copy_folder(skill.path, dest)
             self.user.skills[skill.name] = load_skill(dest)
+        if self.run is not None:
+            self.run.skills[skill.name] = skill
         return skill
 
-
-    def _holder(self, new: Skill) -> Skill | None:
-        """The skill a library other than the run's holds under `new`'s name (the same learned skill
-        published before a crash, with the same run and candidate, does not count)."""
+    def _taken(self, name: str, new: Skill) -> bool:
+        """A skill other than `new` holds `name` in some library, or a folder there that did not load does.
+        The same learning step's own earlier publication (redone after a crash) does not count."""
         for lib in self.libraries:
-            held = lib.skills.get(new.name)
-            if lib is not self.run and held is not None:
-                return None if _same_origin(held, new) else held
-        return None
+            held = lib.skills.get(name)
+            if held is not None and held.path != new.path and not _same_origin(held, new):
+                return True
+            if held is None and lib.root / name != new.path and os.path.lexists(lib.root / name):
+                return True
+        return False
 
     def _free_name(self, new: Skill) -> str:
-        """`<name>-2`, `-3`, ...: the first no other skill holds (one published by this same learning
-        step before a crash is this skill, so its name is reused)."""
-        held = {s.name: s for s in self.all()}
+        """`<name>-2`, `-3`, ...: the first no other skill holds."""
         names = (f"{new.name[:60]}-{i}" for i in range(2, 10_000))
-        return next(n for n in names if n not in held or _same_origin(held[n], new))
-
-    def _keep_previous(self, previous: Skill) -> None:
-        target = self.user or self.run
-        if target is None:
-            raise SkillError("no writable skills library to keep the revised skill's previous version in")
-        taken = {s.name for s in self.all()}
-        version = next(i for i in range(1, 10_000) if f"{previous.name[:60]}-v{i}" not in taken)
-        name = f"{previous.name[:60]}-v{version}"
-        meta = previous.meta.model_copy(update={
-            "name": name, "status": "retired", "provenance": {**previous.meta.provenance, "superseded_by":
-                                                                previous.name}})
-        dest = target.root / name
-        target.root.mkdir(parents=True, exist_ok=True)
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.copytree(previous.path, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        kept = Skill(meta=meta, body=previous.body, path=dest)
-        save_skill(kept)
-        target.skills[name] = kept
+        return next(n for n in names if not self._taken(n, new))
 
 
 def _same_origin(a: Skill, b: Skill) -> bool:
-    """Both written by the same learning step (run and candidate) of some run."""
+    """Both written by the same learning step: the same run (and run folder, when recorded) and candidate."""
     pa, pb = a.meta.provenance, b.meta.provenance
-    return bool(pa.get("run")) and (pa.get("run"), pa.get("candidate")) == (pb.get("run"), pb.get("candidate"))
+    keys = ("run", "candidate", "run_dir")
+    return bool(pa.get("run")) and all(pa.get(k) == pb.get(k) for k in keys)
 
 
 def _rename(skill: Skill, name: str) -> Skill:
-    """Move a skill's folder to `name` and give its SKILL.md that name."""
+    """Move a skill's folder (in the run library) to `name` and give its SKILL.md that name."""
     dest = skill.path.with_name(name)
     if dest.exists():
         shutil.rmtree(dest)

@@ -3,22 +3,28 @@
 Import de-duplicates by skill name: a skill new to the target is copied in; one it already has
 keeps the target's code and text and gains the evidence it did not have (matched by run and
 commit), so two users' measurements of the same skill add up instead of overwriting each other.
+
+Skills cross as plain files only (`plain_folder`): the user library is mounted into every sandbox
+session, so a skill holding a link, a device or a FIFO, or one too big to bound, is refused whole
+and named in the report; a tarball's links and special members are never extracted.
 """
 
 from __future__ import annotations
 
-import shutil
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import git
 
 from meta_agent.gitops import AUTHOR
+from meta_agent.skills.plain_folder import MAX_ENTRIES, MAX_TOTAL_BYTES, copy_folder, read_folder, write_folder
 from meta_agent.skills.store import Library, Skill, SkillError, SkillSet, load_skill, save_skill
 
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+MAX_ARCHIVE_MEMBERS = 200 * MAX_ENTRIES
+MAX_ARCHIVE_BYTES = 16 * MAX_TOTAL_BYTES
+"""What an archive may unpack to: a library of a few hundred skills (the seed library's 15 take 300 KB)."""
 
 
 @dataclass
@@ -32,9 +38,10 @@ class ImportReport:
 
 def _write(skill: Skill, target: Path) -> None:
     """The skill's folder with its SKILL.md re-rendered from memory, so overlay evidence travels along."""
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(skill.path, target, ignore=IGNORED)
+    try:
+        copy_folder(skill.path, target)
+    except SkillError as e:
+        raise SkillError(f"cannot export {e}; leave it out (--name the others) or fix it") from None
     save_skill(Skill(meta=skill.meta, body=skill.body, path=target))
 
 
@@ -60,11 +67,44 @@ def export_library(skills: list[Skill], dest: Path) -> Path:
     return dest
 
 
-def _unpack(source: Path, tmp: Path) -> Path:
+def _extract(source: Path, tmp: Path) -> list[str]:
+    """Extract the archive's regular files and folders into `tmp`; returns why each skill folder holding
+    anything else (a link, a device, a FIFO) was left out. Reading stops at the first member past the
+    bounds of a whole library, before it is decompressed (a small archive can unpack to gigabytes)."""
+    refused: dict[str, str] = {}
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    try:
+        with tarfile.open(source) as tar:
+            while (member := tar.next()) is not None:
+                total += member.size
+                if len(members) >= MAX_ARCHIVE_MEMBERS or total > MAX_ARCHIVE_BYTES:
+                    raise SkillError(f"{source}: unpacks to more than {MAX_ARCHIVE_MEMBERS} entries or "
+                                     f"{MAX_ARCHIVE_BYTES} bytes; not a skills archive meta-agent imports")
+                members.append(member)
+                skill = _skill_of(member)
+                if member.issym() or member.islnk():
+                    refused.setdefault(skill, f"{member.name} is a link (to {member.linkname!r})")
+                elif not (member.isfile() or member.isdir()):
+                    refused.setdefault(skill, f"{member.name} is a device, FIFO or other special file")
+            tar.extractall(tmp, members=[m for m in members if _skill_of(m) not in refused],
+                           filter="data")
+    except (tarfile.TarError, OSError) as e:
+        raise SkillError(f"{source}: cannot be read as a skills archive ({e}); export it again with "
+                         "`meta-agent skills export`") from None
+    return [f"{source}: skill {skill}: {why}; not imported (a shared skill holds only regular files and folders)"
+            for skill, why in sorted(refused.items())]
+
+
+def _skill_of(member: tarfile.TarInfo) -> str:
+    """The skill folder an archive member belongs to (its first path component)."""
+    return next(iter(PurePosixPath(member.name).parts), "")
+
+
+def _unpack(source: Path, tmp: Path, report: ImportReport) -> Path:
     """A folder holding skill folders, from a tarball, a git repo (local path or URL) or a plain folder."""
     if source.is_file() and source.name.endswith((".tar.gz", ".tgz", ".tar")):
-        with tarfile.open(source) as tar:
-            tar.extractall(tmp, filter="data")
+        report.skipped += _extract(source, tmp)
         return tmp
     if source.is_dir():
         return source
@@ -82,13 +122,18 @@ def import_library(source: Path, skills: SkillSet) -> ImportReport:
         raise SkillError("no writable skills library to import into")
     report = ImportReport()
     with tempfile.TemporaryDirectory() as tmp:
-        incoming = Library.load(_unpack(source, Path(tmp)))
+        incoming = Library.load(_unpack(source, Path(tmp), report))
         report.skipped += incoming.problems
         target.root.mkdir(parents=True, exist_ok=True)
         known_names = {s.name for s in skills.all()}
         for name, skill in sorted(incoming.skills.items()):
+            try:
+                files = read_folder(skill.path)
+            except SkillError as e:
+                report.skipped.append(f"{source}: {e}; not imported")
+                continue
             if name not in known_names:
-                shutil.copytree(skill.path, target.root / name, ignore=IGNORED)
+                write_folder(files, target.root / name)
                 target.skills[name] = load_skill(target.root / name)
                 report.added.append(name)
                 continue

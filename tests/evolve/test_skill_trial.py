@@ -54,3 +54,18 @@ def test_a_skill_that_cannot_apply_to_a_fresh_harness_is_refused(sandbox: Sandbo
     broken = "import skillkit\n\n\ndef apply(harness_dir, params):\n    raise skillkit.EditError('no such file here')\n"
     reason = _trial(_learned(tmp_path, broken), sandbox, tmp_path)
     assert reason is not None and "does not work on a fresh math harness" in reason and "no such file here" in reason
+
+
+def test_a_skill_that_only_reports_already_applied_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    """An edit that changes nothing shows nothing: a skill could claim it only where it suspects a trial."""
+    claims = "import skillkit\n\n\ndef apply(harness_dir, params):\n    raise skillkit.AlreadyApplied('it is there')\n"
+    reason = _trial(_learned(tmp_path, claims), sandbox, tmp_path)
+    assert reason is not None and "changes nothing on a fresh math harness" in reason and "it is there" in reason
+
+
+def test_a_skill_folder_holding_a_link_is_refused_before_anything_runs(sandbox: Sandbox, tmp_path: Path) -> None:
+    folder = _learned(tmp_path, FAILING_TEST)
+    (folder / "gold.patch").symlink_to("/etc/hostname")
+    reason = _trial(folder, sandbox, tmp_path)
+    assert reason is not None and "relies-on-its-run/gold.patch is a symbolic link" in reason
+    assert not (tmp_path / "trial").exists()
