@@ -4,43 +4,33 @@ usage booked, budgets enforced, and no other network from inside the sandbox."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import httpx
 import pytest
 
 from meta_agent.agents.external import sandbox_launch
-from meta_agent.agents.external.relay import ModelRelay, Upstream, answer_of, exchanges, usage_of
+from meta_agent.agents.external.relay import ModelRelay, exchanges
+from meta_agent.agents.external.wire import answer_of, usage_of
 from meta_agent.config import ConfigFileError, EvolveConfig
-from meta_agent.llm.accounting import Ledger
 from meta_agent.llm.budget import LLMBudget
 from sandboxes import Mount, Sandbox
 from tests.llm.conftest import make_proposer
+from tests.llm.relay_helpers import CHECK, http_client, make_relay, raw
 from tests.llm.replay_formats import anthropic_message, anthropic_stream, response_object, response_stream
 from tests.llm.replay_server import RecordedCall, ReplayServer, Turn
 
-CHECK = {"model": "replay", "messages": [
-    {"role": "system", "content": "You are meta-agent's connectivity check. Answer by calling the tool."},
-    {"role": "user", "content": "Use the add tool to add 2 and 3."}]}
 
-
-def _relay(server: ReplayServer, tmp_path: Path, budget: LLMBudget | None = None, **kw: object) -> ModelRelay:
-    return ModelRelay(Upstream(server.api_base, "authorization", "sk-real-key"), ledger=Ledger(tmp_path / "u.json"),
-                      budget=budget or LLMBudget(), agent="coder", scope="g0", transcript=tmp_path / "t.jsonl",
-                      socket_dir=tmp_path, model="openai/replay", **kw)  # type: ignore[arg-type]
-
-
-def _client(relay: ModelRelay) -> httpx.Client:
-    return httpx.Client(transport=httpx.HTTPTransport(uds=str(relay.socket_path)), base_url="http://127.0.0.1")
+def _relay(server: ReplayServer, tmp_path: Path, budget: LLMBudget | None = None, **kw: Any) -> ModelRelay:
+    return make_relay(server.api_base, tmp_path, budget, **kw)
 
 
 def test_the_relay_forwards_under_its_base_with_the_real_key_and_books_the_usage(
         serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
     server = serve("check")
-    with _relay(server, tmp_path) as relay, _client(relay) as client:
+    with _relay(server, tmp_path) as relay, http_client(relay) as client:
         r = client.post("/v1/chat/completions", json=CHECK, headers={"authorization": "Bearer what-the-agent-sent"})
         assert r.status_code == 200 and r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "add"
         assert server.state.headers[-1]["authorization"] == "Bearer sk-real-key"
@@ -59,11 +49,11 @@ def test_the_relay_forwards_under_its_base_with_the_real_key_and_books_the_usage
 def test_the_relay_refuses_once_the_run_budget_or_the_session_cap_is_used(
         serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
     server = serve("check")
-    with _relay(server, tmp_path / "a", LLMBudget(tokens=10)) as relay, _client(relay) as client:
+    with _relay(server, tmp_path / "a", LLMBudget(tokens=10)) as relay, http_client(relay) as client:
         assert client.post("/v1/chat/completions", json=CHECK).status_code == 200
         refused = client.post("/v1/chat/completions", json=CHECK)
     assert refused.status_code == 403 and "token budget used up" in refused.json()["error"]["message"]
-    with _relay(server, tmp_path / "b", max_requests=1) as relay, _client(relay) as client:
+    with _relay(server, tmp_path / "b", max_requests=1) as relay, http_client(relay) as client:
         assert client.post("/v1/chat/completions", json=CHECK).status_code == 200
         refused = client.post("/v1/chat/completions", json=CHECK)
     assert refused.status_code == 403 and "request cap (1)" in refused.json()["error"]["message"]
@@ -90,8 +80,8 @@ def test_usage_and_the_answer_are_read_from_every_wire_format() -> None:
     assert usage_of(b'{"usage": {"prompt_tokens": 7, "completion_tokens": 3}}') == (7, 3)
     said = 'fixing it\n-> Bash({"command": "ls"})'
     assert answer_of(anthropic_stream(message).encode()) == said == answer_of(json.dumps(message).encode())
-    assert answer_of(response_stream(response).encode()) == said
-    assert usage_of(b"not json at all") == (0, 0)
+    assert answer_of(response_stream(response).encode()) == said == answer_of(json.dumps(response).encode())
+    assert usage_of(b"not json at all") == (None, None)
 
 
 def test_inside_the_sandbox_the_relay_is_the_only_way_out(
@@ -151,19 +141,13 @@ def test_the_relay_reads_chunked_bodies_and_refuses_malformed_ones(
     server = serve("check")
     body = json.dumps(CHECK).encode()
     with _relay(server, tmp_path) as relay:
-        def raw(data: bytes) -> bytes:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(str(relay.socket_path))
-                s.sendall(data)
-                out = b""
-                while chunk := s.recv(65536):
-                    out += chunk
-                return out.split(b"\r\n")[0]
+        def status(data: bytes) -> bytes:
+            return raw(relay, data).split(b"\r\n")[0]
 
         head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         chunked = head + b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
-        assert b" 200 " in raw(chunked)
-        assert b" 413 " in raw(head + b"Content-Length: nope\r\n\r\n")
-        assert b" 413 " in raw(head + b"Content-Length: 99999999999\r\n\r\n")
-        assert b" 400 " in raw(head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+        assert b" 200 " in status(chunked)
+        assert b" 400 " in status(head + b"Content-Length: nope\r\n\r\n")
+        assert b" 413 " in status(head + b"Content-Length: 99999999999\r\n\r\n")
+        assert b" 400 " in status(head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
     assert len(server.requests) == 1
