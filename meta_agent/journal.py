@@ -80,6 +80,8 @@ class Proposed(Event):
     TYPE: ClassVar[str] = "hypotheses"
     hypotheses: list[dict[str, Any]]
     propose_seconds: float = 0.0
+    failure: str = ""
+    """Why the proposer yielded nothing (it raised) or what it yielded that was dropped; empty when all went well."""
 
 
 class CandidateCreated(Event):

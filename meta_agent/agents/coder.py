@@ -45,13 +45,15 @@ def skills_text(skills: SkillSet, names: list[str]) -> str:
 
 class Coder:
     def __init__(self, client: LLMClient, transcripts: Path, skills: SkillSet, max_steps: int,
-                 specialist_steps: dict[str, int] | None = None) -> None:
+                 specialist_steps: dict[str, int] | None = None, deadline_s: float | None = None) -> None:
         self.client = client
         self.transcripts = transcripts
         self.skills = skills
         self.max_steps = max_steps
         self.specialist_steps = specialist_steps
         """None: one generalist coder; else per surface, the specialist's step budget."""
+        self.deadline_s = deadline_s
+        """Wall-clock seconds of one session (llm.coder_timeout_s): a slow model or slow tools end it with a reason."""
 
     def _role(self, h: Hypothesis) -> tuple[str, str, int]:
         """(transcript suffix, system prompt, step budget) of the coder that implements `h`."""
@@ -91,7 +93,7 @@ class Coder:
                                 meta={"run": run_id, "hypothesis": h.title, "workspace": str(ws.path)})
         session = AgentSession(self.client, transcript, agent="coder", scope=scope, system=system, user=user)
         try:
-            result = run_tool_loop(session, tools.tools(), max_steps=steps,
+            result = run_tool_loop(session, tools.tools(), max_steps=steps, deadline_s=self.deadline_s,
                                    nudge="Continue by calling a tool: edit, run_selftest, then commit (or give_up).")
         except LLMRequestError as e:
             transcript.end(False, str(e))

@@ -20,6 +20,8 @@ from typing import Any
 ROOT = Path.cwd().resolve()
 EVIDENCE = Path(os.environ["CODER_EVIDENCE"]).resolve() if os.environ.get("CODER_EVIDENCE") else None
 """The generation's evidence folder (read-only mount): list, read and grep reach it as `evidence/...`."""
+PROTECTED = frozenset(json.loads(os.environ.get("CODER_PROTECTED", "[]")))
+"""Paths (relative to the checkout) no edit may reach, whatever name the edit uses for them."""
 SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -43,6 +45,17 @@ def resolve_read(rel: str) -> Path:
             raise OpError(f"{rel} is outside the evidence folder")
         return path
     return resolve(rel)
+
+
+def writable(rel: str) -> Path:
+    """The file an edit of `rel` writes: inside the checkout, reached without a symbolic link, not protected."""
+    path = resolve(rel)
+    if path != Path(os.path.normpath(ROOT / rel)):
+        raise OpError(f"{rel} goes through a symbolic link; edit the file itself, by its own path")
+    if str(path.relative_to(ROOT)) in PROTECTED:
+        raise OpError(f"{rel} is protected (meta-agent rejects any candidate that changes it); make the change "
+                      "elsewhere")
+    return path
 
 
 def rel_of(path: Path) -> str:
@@ -107,17 +120,31 @@ def op_grep(pattern: str, path: str = ".", max_hits: int = 200) -> dict[str, Any
 
 
 def write_all(new: dict[str, str | None]) -> list[str]:
-    """Check every new text first, then write (None deletes): all files change or none."""
+    """Check and encode every new text first, then write (None deletes): all files change or none. Each file is
+    replaced by rename, so no failure (an unencodable character, a full disk) leaves one cut short."""
+    data: dict[str, bytes | None] = {}
     for rel, text in new.items():
-        if text is not None:
-            check_source(rel, text)
-    for rel, text in new.items():
-        p = resolve(rel)
         if text is None:
+            data[rel] = None
+            continue
+        check_source(rel, text)
+        try:
+            data[rel] = text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise OpError(f"{rel}: character {e.object[e.start:e.end]!r} at position {e.start} cannot be written as "
+                          f"UTF-8; nothing was written") from None
+    targets = {rel: writable(rel) for rel in data}
+    for rel, blob in data.items():
+        p = targets[rel]
+        if blob is None:
             p.unlink(missing_ok=True)
-        else:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8")
+            continue
+        p.parent.mkdir(parents=True, exist_ok=True)
+        partial = p.with_name(f".{p.name}.partial")
+        partial.write_bytes(blob)
+        if p.exists():
+            os.chmod(partial, p.stat().st_mode & 0o777)
+        os.replace(partial, p)
     return sorted(new)
 
 

@@ -137,7 +137,9 @@ class CoderTools:
         ]
 
     def _op(self, op: str, **args: object) -> ToolResult:
-        env = {"CODER_EVIDENCE": str(self.ws.evidence.resolve())} if self.ws.evidence else None
+        env = {"CODER_PROTECTED": json.dumps(sorted(PROTECTED_PATHS))}
+        if self.ws.evidence:
+            env["CODER_EVIDENCE"] = str(self.ws.evidence.resolve())
         result = self.ws.session.run([sys.executable, "-c", SANDBOX_SCRIPT, op, json.dumps(args)],
                                      timeout=FILE_OP_TIMEOUT_S, env=env)
         lines = result.stdout.strip().splitlines()

@@ -80,7 +80,8 @@ class LLMProposer:
         if settings.coder == "builtin":
             self.coder = Coder(client(settings.coder_model or settings.model), transcripts, skills,
                                settings.max_coder_steps,
-                               specialist_steps=settings.specialist_steps if settings.specialists else None)
+                               specialist_steps=settings.specialist_steps if settings.specialists else None,
+                               deadline_s=settings.coder_timeout_s)
         else:
             self.coder = external_coder(settings, self.ledger, self.budget, transcripts)
         self.skill_writer = SkillWriter(client(settings.model), transcripts, skills)

@@ -170,7 +170,8 @@ class CandidateRun:
                 proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(),
                 work=self.dir / f"repair-{attempt}", kit_dir=ctx.kit_dir,
                 readable=[lib.root for lib in ctx.skills.libraries], when=ctx.when(self.key(f"repair-{attempt}")),
-                rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, evidence=self.gen.evidence, failure=failure)
+                rollouts=self.gen.replay_set.session_path, tasks=ctx.tasks_file, evidence=self.gen.evidence,
+                failure=failure)
             reason = outcome.reason or "revised"
         except (BudgetExhausted, KeyboardInterrupt):
             raise
@@ -222,7 +223,7 @@ class CandidateRun:
             cand_id=self.cand_id, hypothesis=h,
             proposer=ctx.proposer, sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=self.dir / "edit",
             kit_dir=ctx.kit_dir, readable=roots, when=ctx.when(self.key("commit")),
-            rollouts=self.gen.replay_set.path, tasks=ctx.tasks_file, evidence=self.gen.evidence,
+            rollouts=self.gen.replay_set.session_path, tasks=ctx.tasks_file, evidence=self.gen.evidence,
         )
         crashpoint("candidate/after-branch", ctx.run_dir)
         return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started)

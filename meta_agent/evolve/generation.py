@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import git
+from pydantic import ValidationError
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
@@ -20,7 +21,7 @@ from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import EvalResult
-from meta_agent.errors import failure_text
+from meta_agent.errors import BudgetExhausted, failure_text
 from meta_agent.evolve.active_time import active_seconds
 from meta_agent.evolve.archive import choose_parents
 from meta_agent.evolve.candidate import CandidateRun, GenerationView
@@ -237,7 +238,8 @@ class Generation:
         salt = sealed_seed("replay", f"{ctx.cfg.seed}/{self.g}")  # not the run name: same seed, same set
         tasks = [t for t in ctx.domain.tasks("train") if t.id in {r.task_id for r in control_run.rollouts}]
         replay_set = build_replay_set(self.dir / "replay-input" / "rollouts.jsonl", control_run.rollouts,
-                                      ctx.domain.hacking_probes(tasks, seed=salt), str(salt))
+                                      ctx.domain.hacking_probes(tasks, seed=salt), str(salt),
+                                      session_path=self.dir / "session-replay" / "rollouts.jsonl")
 
         def run() -> MainReplayed:
             work = export_tree(ctx.repo, self.main_before, self.dir / "work-replay")
@@ -279,23 +281,56 @@ class Generation:
         return chosen.parents
 
     def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
+        """The proposer's hypotheses, journaled. Whatever it raises or returns is this generation's proposal, not
+        the run's: a failure leaves the generation without candidates (its reason journaled and shown), and a
+        hypothesis that does not validate is dropped; only budget stops and Ctrl-C stop the run."""
         ctx = self.ctx
         ctx.reporter.phase(f"gen {self.g}: diagnosing ({ctx.proposer.name} proposer)")
 
         def run() -> Proposed:
-            harness_dir = export_tree(ctx.repo, self.main_before, self.dir / "work-propose")
-            history = [v.model_dump(mode="json") for v in ctx.log.of_type(VerdictRecorded)]
-            pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
-                                   report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
-                                   seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence,
-                                   sandbox=ctx.sandbox)
             started = time.monotonic()
-            hyps = ctx.proposer.propose(pctx, ctx.cfg.candidates)
-            return Proposed(hypotheses=[h.model_dump(mode="json") for h in hyps],
-                            propose_seconds=time.monotonic() - started)
+            try:
+                harness_dir = export_tree(ctx.repo, self.main_before, self.dir / "work-propose")
+                history = [v.model_dump(mode="json") for v in ctx.log.of_type(VerdictRecorded)]
+                pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
+                                       report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
+                                       seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence,
+                                       sandbox=ctx.sandbox)
+                kept, dropped = _valid(ctx.proposer.propose(pctx, ctx.cfg.candidates), ctx.cfg.candidates)
+            except (BudgetExhausted, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                reason = f"the {ctx.proposer.name} proposer failed: {failure_text(e, 1000)}"
+                ctx.reporter.phase(f"gen {self.g}: {reason[:400]}; no candidates this generation")
+                return Proposed(hypotheses=[], failure=reason, propose_seconds=time.monotonic() - started)
+            if dropped:
+                ctx.reporter.phase(f"gen {self.g}: {dropped[:400]}")
+            return Proposed(hypotheses=kept, failure=dropped, propose_seconds=time.monotonic() - started)
 
         data = ctx.step(self.key("propose"), Proposed, run)
         return [Hypothesis.model_validate(h) for h in data.hypotheses]
+
+
+def _valid(hypotheses: object, k: int) -> tuple[list[dict[str, Any]], str]:
+    """(the first k hypotheses that validate, as journal data; what was dropped and why, or "")."""
+    if not isinstance(hypotheses, list | tuple):
+        return [], f"the proposer returned {type(hypotheses).__name__}, not a list of hypotheses"
+    kept: list[dict[str, Any]] = []
+    problems = []
+    for i, h in enumerate(hypotheses):
+        if len(kept) == k:
+            problems.append(f"kept the first {k} of {len(hypotheses)} hypotheses")
+            break
+        try:
+            data = dict(h) if isinstance(h, Hypothesis) else h  # fields as they are: a dump would not survive them
+            kept.append(Hypothesis.model_validate(data).model_dump(mode="json"))
+        except ValidationError as e:
+            why = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'hypothesis'}: {str(err['msg'])[:150]}"
+                            for err in e.errors()[:3])
+            problems.append(f"dropped hypothesis {i}: {why}")
+        except (ValueError, TypeError, RecursionError) as e:
+            problems.append(f"dropped hypothesis {i}: {failure_text(e, 300)}")
+    return kept, "; ".join(problems)[:2000]
 
 
 def guard_labels(ctx: RunContext, g: int) -> list[str]:

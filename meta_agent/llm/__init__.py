@@ -6,13 +6,21 @@
 from meta_agent.llm.accounting import Ledger, Usage
 from meta_agent.llm.budget import LLMBudget
 from meta_agent.llm.client import LLMClient, RetryPolicy
-from meta_agent.llm.errors import BudgetExceeded, LLMAuthError, LLMError, LLMRequestError, LLMUnavailable
+from meta_agent.llm.errors import (
+    BudgetExceeded,
+    LLMAuthError,
+    LLMBadReply,
+    LLMError,
+    LLMRequestError,
+    LLMUnavailable,
+)
 from meta_agent.llm.reply import ChatReply, ToolCall
 
 __all__ = [
     "BudgetExceeded",
     "ChatReply",
     "LLMAuthError",
+    "LLMBadReply",
     "LLMBudget",
     "LLMClient",
     "LLMError",

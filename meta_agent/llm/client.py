@@ -1,35 +1,41 @@
 """One client for every provider litellm knows (anthropic/..., openai/..., any OpenAI-compatible base URL).
 
 Retries (tenacity, exponential backoff with jitter) cover what a later attempt can fix: rate limits,
-timeouts, dropped connections, 5xx and replies that are not a chat completion at all (no choices, no
-message). Auth failures are never retried: the error names the missing key. Every call is looked up
-in the response cache, else budget-checked, then accounted (ledger) and written to the transcript.
-What a reply carries is cleaned (lone surrogates) and bounded before anyone keeps it.
+timeouts, dropped connections and 5xx (an outage, `LLMUnavailable`, once they run out). A reply that
+arrives but cannot be read (not a completion, JSON nested past any parser, an integer past Python's
+digit limit: litellm wraps such local failures as a 500) is retried once, then raised as `LLMBadReply`:
+the calling agent's work fails, the run goes on. Auth failures are never retried: the error names the
+missing key. Every call is looked up in the response cache, else budget-checked, then accounted (ledger)
+and written to the transcript. What a reply carries is cleaned (lone surrogates) and bounded before
+anyone keeps it, whether it came from the provider or from the cache.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential_jitter
 
-from meta_agent.llm.accounting import Ledger
+from meta_agent.llm.accounting import Ledger, believable, text_tokens
 from meta_agent.llm.budget import LLMBudget
 from meta_agent.llm.cache import ResponseCache
-from meta_agent.llm.errors import LLMAuthError, LLMRequestError, LLMUnavailable
-from meta_agent.llm.reply import MAX_ARGUMENT_CHARS, ChatReply, ToolCall
-from meta_agent.llm.text import bound, clean_text
+from meta_agent.llm.errors import LLMAuthError, LLMBadReply, LLMRequestError, LLMUnavailable
+from meta_agent.llm.reply import ChatReply, ToolCall, bounded
 from meta_agent.llm.transcript import Transcript
 from meta_agent.tokens import CHARS_PER_TOKEN
 
 LOCAL_API_KEY = "no-key-needed"
 """Sent to an api_base when the provider's key is not set: local servers ignore it, litellm needs one."""
-MAX_REPLY_CHARS = 20_000
-"""A reply's text stays in the conversation and is re-sent on every later call: longer text is cut."""
+BAD_REPLY_ATTEMPTS = 2
+"""Tries of a call whose reply cannot be read: one more may come back readable; more would only repeat it."""
+LOCAL_FAILURES = (RecursionError, UnicodeError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+                  MemoryError)
+"""What reading a reply raises on our side (litellm re-raises them wrapped as a provider's 500)."""
 
 
 class MalformedResponse(Exception):
@@ -48,6 +54,25 @@ def _litellm() -> Any:
 
     litellm.suppress_debug_info = True  # its "Give Feedback" banner on every exception drowns our own message
     return litellm
+
+
+def _bad_reply(e: BaseException) -> bool:
+    """The provider answered, but reading its answer failed here: the innermost cause is a local error, not a
+    status, a timeout or a broken connection."""
+    if isinstance(e, MalformedResponse):
+        return True
+    seen: set[int] = set()
+    while True:
+        inner = e.__cause__ or e.__context__
+        if inner is None or id(inner) in seen or len(seen) > 20:
+            break
+        seen.add(id(inner))
+        e = inner
+    return isinstance(e, LOCAL_FAILURES)
+
+
+def _retried(e: BaseException) -> bool:
+    return _bad_reply(e) or _is_transient(e)
 
 
 def _is_transient(e: BaseException) -> bool:
@@ -69,6 +94,16 @@ def missing_keys(model: str) -> list[str]:
 def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
     """A provider-independent size estimate for budget checks (about 4 characters per token)."""
     return len(json.dumps(messages, default=str)) // CHARS_PER_TOKEN + len(json.dumps(tools or [])) // CHARS_PER_TOKEN
+
+
+def _litellm_cost(response: Any, model: str, fallback: float) -> float:
+    """litellm's price for a reply (it knows cached-token discounts and tiered prices); `fallback` when it has
+    none, or names one no bill can have."""
+    try:
+        cost = float(_litellm().completion_cost(completion_response=response, model=model))
+    except Exception:
+        return fallback
+    return cost if math.isfinite(cost) and cost >= 0 else fallback
 
 
 class LLMClient:
@@ -122,11 +157,17 @@ class LLMClient:
             reply = self._call(messages, tools, transcript)
             if self.cache is not None and key is not None:
                 self.cache.put(key, reply)
+        reply.cache_key = key
         self.ledger.record(agent, scope, reply.prompt_tokens, reply.completion_tokens, reply.cost, cached=reply.cached)
         if transcript is not None:
             transcript.call(new_messages if new_messages is not None else messages, len(messages),
                             [t["function"]["name"] for t in tools or []], reply, self.model)
         return reply
+
+    def handled(self, reply: ChatReply) -> None:
+        """The caller acted on `reply` without crashing: the cache may now serve it again (see llm/cache.py)."""
+        if self.cache is not None and reply.cache_key is not None and not reply.cached:
+            self.cache.mark_handled(reply.cache_key)
 
     def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
               transcript: Transcript | None) -> ChatReply:
@@ -153,9 +194,14 @@ class LLMClient:
 
         def ask() -> ChatReply:
             response = lt.completion(**kwargs)
-            return self._reply(response, price, time.monotonic() - started, attempts)
+            return self._reply(response, price, time.monotonic() - started, attempts, estimate_tokens(messages, tools))
 
-        retrying = Retrying(retry=retry_if_exception(_is_transient), stop=stop_after_attempt(self.retry.attempts),
+        def give_up(state: RetryCallState) -> bool:
+            failed = state.outcome.exception() if state.outcome is not None else None
+            limit = BAD_REPLY_ATTEMPTS if failed is not None and _bad_reply(failed) else self.retry.attempts
+            return state.attempt_number >= min(limit, self.retry.attempts)
+
+        retrying = Retrying(retry=retry_if_exception(_retried), stop=give_up,
                             wait=wait_exponential_jitter(multiplier=self.retry.initial_s, max=self.retry.max_s,
                                                            jitter=self.retry.initial_s),
                             before=count, reraise=True)
@@ -173,12 +219,16 @@ class LLMClient:
         detail = f"{type(e).__name__}: {str(e)[:300]}"
         if isinstance(e, lt.AuthenticationError | lt.PermissionDeniedError):
             return LLMAuthError(self._key_hint("was refused by the provider") + f" ({detail})")
+        if _bad_reply(e):
+            return LLMBadReply(f"model {self.model} answered {attempts} times with a reply that cannot be read "
+                               f"(last: {detail})")
         if _is_transient(e):
             return LLMUnavailable(f"model {self.model} did not answer after {attempts} attempts in {seconds:.0f} s "
                                   f"(last: {detail}); check the provider or --api-base, then resume the run")
         return LLMRequestError(f"model {self.model} rejected the request: {detail}")
 
-    def _reply(self, response: Any, price: tuple[float, float] | None, latency: float, attempts: int) -> ChatReply:
+    def _reply(self, response: Any, price: tuple[float, float] | None, latency: float, attempts: int,
+               prompt_estimate: int) -> ChatReply:
         choices = getattr(response, "choices", None)
         if not choices:
             raise MalformedResponse("the response has no choices")
@@ -192,21 +242,18 @@ class LLMClient:
             fn = getattr(c, "function", None)
             raw = getattr(fn, "arguments", None) or ""
             raw = raw if isinstance(raw, str) else json.dumps(raw, default=str)
-            calls.append(ToolCall(id=clean_text(str(getattr(c, "id", None) or f"call_{uuid.uuid4().hex[:12]}"))[:200],
-                                  name=clean_text(str(getattr(fn, "name", None) or ""))[:200],
-                                  arguments=clean_text(raw[:MAX_ARGUMENT_CHARS]),
-                                  cut=max(0, len(raw) - MAX_ARGUMENT_CHARS)))
+            calls.append(ToolCall(id=str(getattr(c, "id", None) or f"call_{uuid.uuid4().hex[:12]}"),
+                                  name=str(getattr(fn, "name", None) or ""), arguments=raw))
         usage = getattr(response, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        reported = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+        prompt = believable(reported[0], prompt_estimate)  # a provider's report is a claim: checked locally
+        completion = believable(reported[1], text_tokens(content) + sum(text_tokens(c.arguments) for c in calls))
         cost = None
         if price is not None:
-            try:  # litellm knows the details (cached-token discounts, tiered prices)
-                cost = float(_litellm().completion_cost(completion_response=response, model=self.model))
-            except Exception:
-                cost = prompt * price[0] + completion * price[1]
+            cost = prompt * price[0] + completion * price[1]
+            if (prompt, completion) == reported:  # litellm prices from the report: only a believed one
+                cost = _litellm_cost(response, self.model, cost)
         finish = getattr(choice, "finish_reason", None)
-        return ChatReply(content=bound(clean_text(content), MAX_REPLY_CHARS), tool_calls=calls,
-                         finish_reason=str(finish)[:100] if finish is not None else None,
-                         prompt_tokens=prompt, completion_tokens=completion, cost=cost, latency_s=latency,
-                         attempts=attempts)
+        return bounded(ChatReply(content=content, tool_calls=calls, finish_reason=str(finish)[:100] if finish else None,
+                                 prompt_tokens=prompt, completion_tokens=completion, cost=cost, latency_s=latency,
+                                 attempts=attempts))

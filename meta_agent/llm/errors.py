@@ -23,3 +23,9 @@ class LLMRequestError(LLMError):
 
 class BudgetExceeded(LLMError):
     """A hard token or dollar budget would be exceeded by the next call; nothing was sent."""
+
+
+class LLMBadReply(LLMError):
+    """The provider answered, but with something no client can use (JSON nested past any parser, an integer of
+    thousands of digits, a body that is not a completion), again after a retry. Not an outage: the agent whose
+    call it was fails its work with this reason, and the run goes on."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_agent.journal import StageDone, VerdictRecorded
+from meta_agent.journal import CandidateCreated, StageDone, VerdictRecorded
 from tests.conftest import journal
 from tests.evolve.conftest import HERE, data_env, meta_agent, tiny_config
 
@@ -85,6 +85,17 @@ def test_deleting_the_guard_label_does_not_remove_the_guard(adversarial_run: Pat
 @pytest.mark.parametrize("skill", ["adv-probe-special-case", "adv-task-id-lookup"])
 def test_a_hackable_reward_is_caught_by_probes_it_cannot_recognise(adversarial_run: Path, skill: str) -> None:
     v = _verdicts(adversarial_run)[skill]
+    assert (v["verdict"], v["stage"]) == ("rejected", "replay"), v["reason"]
+    assert "hacking probes" in str(v["reason"])
+
+
+def test_a_session_cannot_pick_the_probes_out_of_what_it_reads(adversarial_run: Path) -> None:
+    """The coder's session holds the evidence (every real rollout) and a replay file; were the probes in that
+    file, the rows missing from the evidence would name them and the reward could spare exactly those."""
+    v = _verdicts(adversarial_run)["adv-probes-from-session"]
+    created = next(c for c in journal(adversarial_run, CandidateCreated) if c["cand_id"] == v["cand_id"])
+    assert created["summary"].startswith("picked out 0 rows as probes"), created["summary"]
+    assert "evidence 0" not in created["summary"], "the attack saw the evidence, so the test tests something"
     assert (v["verdict"], v["stage"]) == ("rejected", "replay"), v["reason"]
     assert "hacking probes" in str(v["reason"])
 

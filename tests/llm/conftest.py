@@ -160,7 +160,8 @@ def math_bench(tmp_path: Path) -> MathBench:
     honest, probes = [_honest(t, i) for i, t in enumerate(tasks[:2])], domain.hacking_probes(tasks[:2])
     rollouts_file = tmp_path / "replay-input" / "rollouts.jsonl"
     write_jsonl(rollouts_file, honest + probes)
-    replay_set = build_replay_set(tmp_path / "replay-set" / "rollouts.jsonl", honest, probes, salt="llm-tests")
+    replay_set = build_replay_set(tmp_path / "replay-set" / "rollouts.jsonl", honest, probes, salt="llm-tests",
+                                  session_path=tmp_path / "session-replay" / "rollouts.jsonl")
     return MathBench(repo=init_harness(tmp_path / "harness", "math"), root=tmp_path, domain=domain,
                      tasks_file=tasks_file, rollouts_file=rollouts_file, records=honest + probes,
                      replay_set=replay_set)

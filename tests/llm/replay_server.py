@@ -23,12 +23,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+RAW = "__raw_body__"
+"""The key of a fault's verbatim body, on its way from `respond` to the route that sends it."""
+
 
 class Fault(BaseModel):
     status: int | None = Field(None, description="answer with this HTTP status instead of the turn")
     delay_s: float = Field(0.0, description="sleep first (a model that stops answering: longer than the timeout)")
     times: int = Field(1, description="how many requests this fault answers before the next one applies")
     body: dict[str, Any] | None = Field(None, description="answer 200 with this body: a malformed completion")
+    raw: str | None = Field(None, description="answer 200 with this text verbatim: what no JSON encoder writes")
 
 
 class RecordedCall(BaseModel):
@@ -183,6 +187,8 @@ class ReplayState:
                 if fault is None and turn.expect is not None and turn.expect not in view.last:
                     self.errors.append(f"{conv.name} turn {turn_no}: expected {turn.expect!r} in the last message, "
                                        f"got {view.last[:300]!r}")
+            if fault is not None and fault.raw is not None:
+                return 200, {RAW: fault.raw}, fault.delay_s
             if fault is not None and fault.body is not None:
                 return 200, fault.body, fault.delay_s
             if fault is not None:
@@ -230,6 +236,8 @@ def make_app(state: ReplayState) -> FastAPI:
             await asyncio.sleep(delay)
         if isinstance(payload, tuple):
             payload = state.completion(body, *payload)
+        if RAW in payload:
+            return Response(payload[RAW], status_code=status, media_type="application/json")
         # ASCII-escaped JSON, as providers send it: a lone surrogate in a reply stays a valid `\ud800` escape
         return Response(json.dumps(payload), status_code=status, media_type="application/json")
 
