@@ -127,12 +127,12 @@ def write_all(new: dict[str, str | None]) -> list[str]:
         if text is None:
             data[rel] = None
             continue
-        check_source(rel, text)
         try:
             data[rel] = text.encode("utf-8")
         except UnicodeEncodeError as e:
             raise OpError(f"{rel}: character {e.object[e.start:e.end]!r} at position {e.start} cannot be written as "
                           f"UTF-8; nothing was written") from None
+        check_source(rel, text)
     targets = {rel: writable(rel) for rel in data}
     for rel, blob in data.items():
         p = targets[rel]

@@ -9,17 +9,23 @@ entries that are damaged, oversized or were never acted on.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from meta_agent.agents.base import Hypothesis
+from meta_agent.agents.coder_tools import SANDBOX_SCRIPT
+from meta_agent.gitops import format_message
 from meta_agent.llm import Ledger, LLMClient
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.cache import ResponseCache
 from meta_agent.llm.tools import Tool, ToolResult
 from meta_agent.llm.transcript import Transcript, read_events
+from meta_agent.workspace import candidate_trailers
 from sandboxes import Sandbox
 from tests.llm.conftest import FAST_RETRY, MathBench, make_proposer
 from tests.llm.replay_server import Conversation, Fault, RecordedCall, ReplayServer, Scenario, Turn
@@ -174,3 +180,32 @@ def test_an_edit_through_a_link_is_refused_whatever_name_it_uses(
     assert server.errors == [] and outcome.reason == "coder gave up: refused", outcome.reason
     entry = tmp_path / "run" / "gen-000" / "cand-0" / "edit" / "harness" / "__main__.py"
     assert entry.read_text() == (Path(math_bench.repo.working_dir) / "harness" / "__main__.py").read_text()
+
+
+def test_a_hypothesis_s_free_text_is_bounded_before_it_reaches_prompts_and_commits() -> None:
+    h = Hypothesis(title="t", failure_mode="f" * 10_000, evidence="e" * 150_000, intervention="i" * 150_000,
+                   kind="validity", evidence_rollouts=["r" * 5_000])
+    assert len(h.evidence) < 4_200 and len(h.intervention) < 4_200 and "characters cut by meta-agent" in h.evidence
+    assert len(h.failure_mode) < 300 and len(h.evidence_rollouts[0]) < 300
+    message = format_message(h.title, h.intervention, candidate_trailers(h, "run/0-0"))
+    assert len(message) < 6_000
+
+
+def test_an_edit_that_cannot_be_encoded_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    args = json.dumps({"path": "a.py", "content": "x = '\ud800'\n"})  # ASCII-escaped: the surrogate survives
+    done = subprocess.run([sys.executable, "-c", SANDBOX_SCRIPT, "write", args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not result["ok"] and "cannot be written as UTF-8" in result["text"]
+    assert (tmp_path / "a.py").read_text() == "x = 1\n", "nothing was truncated"
+
+
+def test_a_session_past_its_deadline_ends_with_that_reason_before_asking_again(
+        serve: Callable[..., ReplayServer], tmp_path: Path) -> None:
+    server = serve("diagnose_zero_variance")
+    tools = [Tool(name, "t", AnyArgs, lambda _: ToolResult("ok")) for name in TOOLS]
+    result = run_tool_loop(_session(_client(server, ResponseCache(tmp_path / "c"), tmp_path), tmp_path), tools,
+                           max_steps=50, deadline_s=0.0)
+    assert not result.finished and result.reason.startswith("time limit reached")
+    assert server.requests == []
