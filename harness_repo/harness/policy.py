@@ -13,12 +13,14 @@ from typing import Any
 
 import torch
 from peft import LoraConfig, PeftModel
+from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from harness.config import HarnessConfig
 from harness.io import SCHEMA_VERSION, write_json
 
 MANIFEST = "manifest.json"
+OPTIMIZER_STATE = "optimizer_state.safetensors"
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -91,15 +93,26 @@ def load_policy(
     return model, tokenizer, base, peft_config
 
 
+def save_optimizer_steps(optimizer: Any, ckpt: Path) -> None:
+    """The optimizer's own step counters (one per trained tensor), which meta-agent reads to count the steps a
+    run took: the run's compute comes from what ran, not from what the harness logged."""
+    inner = getattr(optimizer, "optimizer", optimizer)  # accelerate wraps the torch optimizer
+    steps = {f"{i}.step": torch.as_tensor(state["step"], dtype=torch.float64).reshape(1).to(torch.int64)
+             for i, state in enumerate(inner.state.values()) if "step" in state}
+    save_file(steps, str(ckpt / OPTIMIZER_STATE))
+
+
 def save_checkpoint(
     model: Any, tokenizer: PreTrainedTokenizerBase, out: Path, *, base: Path, steps: int, seed: int,
-    parent: Path, commit: str,
+    parent: Path, commit: str, optimizer: Any = None,
 ) -> Path:
-    """Save weights (adapter only for LoRA) and the manifest meta-agent validates."""
+    """Save weights (adapter only for LoRA), the optimizer's step counters and the manifest meta-agent validates."""
     ckpt = out / "checkpoint"
     ckpt.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(ckpt), safe_serialization=True)
     tokenizer.save_pretrained(str(ckpt))
+    if optimizer is not None:
+        save_optimizer_steps(optimizer, ckpt)
     is_lora = isinstance(model, PeftModel)
     write_json(
         ckpt / MANIFEST,

@@ -121,7 +121,8 @@ def train(
         trainer_ref.append(trainer)
         trainer.train()
     save_checkpoint(
-        trainer.model, tokenizer, out, base=base, steps=steps, seed=seed, parent=policy, commit=harness_commit()
+        trainer.model, tokenizer, out, base=base, steps=steps, seed=seed, parent=policy, commit=harness_commit(),
+        optimizer=trainer.optimizer,
     )
     rollouts.commit()
     metrics.commit()

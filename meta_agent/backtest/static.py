@@ -1,4 +1,8 @@
-"""Stage 1, static: protected paths untouched (checked before anything runs), then `selftest` in the sandbox."""
+"""Stage 1, static: protected paths untouched (checked before anything runs), then `selftest` in the sandbox.
+
+Its metrics say what the diff touches (`changed`, and `surfaces`: the parts the replay can judge and
+the parts only training can, `backtest/surfaces.py`), which the gate reads to judge the change's kind.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 
 import git
 
+from meta_agent.backtest.surfaces import classify
 from meta_agent.gitops import boundary_violations, changed_paths, export_tree, touched_protected
 from meta_agent.harness_runner import HarnessError, HarnessRunner
 from meta_agent.verdicts import StageResult
@@ -24,13 +29,14 @@ def run_static(repo: git.Repo, base: str, commit: str, sandbox: Sandbox, limits:
         return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
                            reason=f"{'; '.join(violations)}; rejected before running anything")
     changed = changed_paths(repo, base, commit)
+    metrics = {"changed": changed, "surfaces": classify(repo, base, commit).model_dump()}
     workdir = export_tree(repo, commit, work)
     try:
         with HarnessRunner(sandbox, workdir, commit=commit, limits=limits) as runner:
             result = runner.selftest(timeout=limits.timeout_s)
     except HarnessError as e:
         return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
-                           reason=f"selftest failed: {e.reason}", metrics={"changed": changed})
+                           reason=f"selftest failed: {e.reason}", metrics=metrics)
     summary = (result.stdout.strip().splitlines() or [""])[-1]
     return StageResult(stage="static", passed=True, seconds=time.monotonic() - started,
-                       reason=f"selftest passed ({summary})", metrics={"changed": changed})
+                       reason=f"selftest passed ({summary})", metrics=metrics)

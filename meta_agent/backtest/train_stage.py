@@ -1,14 +1,17 @@
 """Stage 3, train: a short run of the candidate from the generation's starting policy with the control's
 seed and steps, then the sealed evaluator on the selection split, paired per task with the control.
+Every candidate that passes its replay trains here, whatever kind of change it is.
 
 What is compared never comes from the candidate's own word: its rollouts are labelled by *main's*
-diagnostics as of the generation's start (plus labels promoted earlier), its compute is checked
-against the control's from the two `harness.yaml` files and the rollouts it actually wrote, and
-its score is the sealed evaluator's.
+diagnostics as of the generation's start (plus labels promoted earlier) and by the sealed verifier
+(the share of verifier-rejected rollouts its own reward paid), its compute is counted from what it
+left (`backtest/compute.py`: completions written, tokens re-counted here, the optimizer's step
+counters) against what main's settings allow, and its score is the sealed evaluator's.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 import git
 import yaml
 
+from meta_agent.backtest.compute import budget_of, multi_turn, overspent, spent
 from meta_agent.domains import Domain, EvalResult
 from meta_agent.harness_runner import HarnessError
 from meta_agent.stats import paired_bootstrap_ci
@@ -35,6 +39,32 @@ class Control:
 
 def invalid_share(run: TrainedRun, labels: tuple[str, ...] | list[str]) -> float:
     return sum(1 for r in run.rollouts if set(r.labels) & set(labels)) / max(1, len(run.rollouts))
+
+
+def paid_rejected_share(run: TrainedRun) -> float:
+    """Share of a run's rollouts that its reward paid although the sealed verifier rejects them: what a reward
+    hole costs in training, measured where training happens (a replay of stored rollouts cannot see a reward
+    that behaves one way when replayed and another when trained)."""
+    return sum(1 for r in run.rollouts if r.verified is False and r.reward > 0) / max(1, len(run.rollouts))
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(root_policy: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(root_policy)
+
+
+def compute_problem(trained: TrainedRun, control: TrainedRun, repo: git.Repo, main_commit: str, steps: int,
+                    root_policy: Path) -> tuple[str | None, dict[str, Any]]:
+    """(why the candidate spent more than main's settings allow, or None; the counts, for the journal)."""
+    tokenizer = _tokenizer(str(root_policy))
+    cand = spent(trained.rollouts, trained.checkpoint, tokenizer)
+    ctrl = spent(control.rollouts, control.checkpoint, tokenizer)
+    budget = budget_of(repo, main_commit, steps)
+    problem = overspent(cand, ctrl, budget, steps, multi_turn(control.rollouts))
+    return problem, {"compute": cand.model_dump(), "control_compute": ctrl.model_dump(),
+                     "budget_tokens": budget.tokens if budget else None}
 
 
 def completions_per_step(repo: git.Repo, commit: str) -> int:
@@ -87,9 +117,12 @@ def run_train_stage(
             None, None
     problem = _compute_problem(trained, steps, completions_per_step(repo, commit),
                                completions_per_step(repo, main_commit))
+    counted: dict[str, Any] = {}
+    if not problem:
+        problem, counted = compute_problem(trained, control.run, repo, main_commit, steps, root_policy)
     if problem:
-        return StageResult(stage="train", passed=False, reason=problem, seconds=time.monotonic() - started), \
-            trained, None
+        return StageResult(stage="train", passed=False, reason=problem, seconds=time.monotonic() - started,
+                           metrics=counted), trained, None
     result = domain.evaluate(trained.checkpoint, "selection", limit=eval_limit, root=root_policy)
     control_scores = control.eval.per_task()
     ids = [r.task_id for r in result.results]
@@ -106,6 +139,9 @@ def run_train_stage(
         "guard_labels": guard_labels,
         "invalid_share": invalid_share(trained, guard_labels),
         "control_invalid_share": invalid_share(control.run, guard_labels),
+        "paid_rejected_share": paid_rejected_share(trained),
+        "control_paid_rejected_share": paid_rejected_share(control.run),
+        **counted,
         "checkpoint": str(trained.checkpoint),
         "tasks": len(ids),
         "train_seconds": trained.output.seconds,

@@ -1,0 +1,74 @@
+"""What the gate reads beside the replay: which parts of the harness a diff touches (a validity fix may touch
+only what the replay can judge), and a run's compute counted from what it left, never from what it says."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from meta_agent.backtest.compute import OPTIMIZER_STATE, Budget, Spent, optimizer_steps, overspent
+from meta_agent.backtest.surfaces import classify
+from tests.conftest import commit_all
+
+
+def _edit(repo: git.Repo, rel: str, old: str, new: str) -> None:
+    path = Path(repo.working_dir) / rel
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def test_reward_code_weights_and_tests_are_replayed_settings_and_trainer_are_not(math_harness: git.Repo) -> None:
+    base = math_harness.head.commit.hexsha
+    _edit(math_harness, "harness/math/rewards.py", "def ", "# stricter\ndef ")
+    _edit(math_harness, "harness.yaml", "correctness: 1.0", "correctness: 2.0")
+    _edit(math_harness, "tests/test_math.py", "def ", "# more\ndef ")
+    replayed_only = commit_all(math_harness, "reward change")
+    surfaces = classify(math_harness, base, replayed_only)
+    assert surfaces.training == []
+    assert "harness/math/rewards.py" in surfaces.replayed and "harness.yaml: rewards.correctness" in surfaces.replayed
+    _edit(math_harness, "harness.yaml", "learning_rate: 2.0e-5", "learning_rate: 1.0e-3")
+    _edit(math_harness, "harness/math/prompts.py", "def ", "# new prompt\ndef ")
+    _edit(math_harness, "harness/replay.py", "def ", "# replays differently\ndef ")
+    both = commit_all(math_harness, "and settings")
+    assert classify(math_harness, base, both).training == [
+        "harness.yaml: rl.learning_rate", "harness/math/prompts.py", "harness/replay.py"]
+
+
+BUDGET = Budget(completions_per_step=8, max_completion_length=48, steps=2)
+CONTROL = Spent(completions=16, generated_tokens=700, longest_completion=52, optimizer_steps=2)
+
+
+@pytest.mark.parametrize(("cand", "reason"), [
+    (Spent(completions=16, generated_tokens=690, longest_completion=50, optimizer_steps=2), None),
+    (Spent(completions=16, generated_tokens=2800, longest_completion=192, optimizer_steps=2),
+     "completions of up to 192 tokens; main's settings cap one at 48"),
+    (Spent(completions=16, generated_tokens=900, longest_completion=50, optimizer_steps=4),
+     "its optimizer took 4 steps; 2 were asked for"),
+    (Spent(completions=16, generated_tokens=690, longest_completion=50, optimizer_steps=None),
+     "carries no optimizer state"),
+])
+def test_compute_is_judged_from_what_ran(cand: Spent, reason: str | None) -> None:
+    got = overspent(cand, CONTROL, BUDGET, steps=2, multi_turn=False)
+    assert (got is None) if reason is None else (got is not None and reason in got), got
+
+
+def test_a_transcript_domain_is_held_to_twice_the_controls_tokens() -> None:
+    control = CONTROL.model_copy(update={"generated_tokens": 5_000, "longest_completion": 900})
+    fine = Spent(completions=16, generated_tokens=7_000, longest_completion=1_500, optimizer_steps=2)
+    assert overspent(fine, control, BUDGET, steps=2, multi_turn=True) is None
+    grown = fine.model_copy(update={"generated_tokens": 20_000})
+    assert "over twice the control's" in str(overspent(grown, control, BUDGET, steps=2, multi_turn=True))
+
+
+def test_the_optimizer_state_is_read_as_tensors_and_anything_else_counts_as_none(tmp_path: Path) -> None:
+    save_file({"0.step": torch.tensor([3]), "1.step": torch.tensor([3])}, str(tmp_path / OPTIMIZER_STATE))
+    assert optimizer_steps(tmp_path) == 3
+    (tmp_path / OPTIMIZER_STATE).write_bytes(b"\x80\x04 a pickle, not safetensors")
+    assert optimizer_steps(tmp_path) is None
+    (tmp_path / OPTIMIZER_STATE).unlink()
+    os.symlink("/etc/hostname", tmp_path / OPTIMIZER_STATE)
+    assert optimizer_steps(tmp_path) is None
