@@ -64,7 +64,8 @@ class Hypothesis(BaseModel):
     evidence_rollouts: list[ShortText] = Field(default_factory=list, max_length=MAX_ITEMS)
     intervention: LongText = Field(description="what to change in the harness, concretely")
     kind: Literal["validity", "performance"] = Field(
-        description="validity: closes a reward hole or adds a diagnostic (replay evidence suffices); "
+        description="validity: closes a reward hole or adds a diagnostic (judged on its replay and must not pay "
+        "rejected rollouts in its own training); "
         "performance: shaping, filters, curriculum, RL settings (needs the train stage)"
     )
     predicted_effects: list[PredictedEffect] = Field(default_factory=list, max_length=MAX_ITEMS)

@@ -1,16 +1,25 @@
 """The promotion gate: every stage passed AND the evidence the *measured* kind of change needs.
 
-- validity (a reward hole closed) and diagnostic (labels only): the replay is the evidence —
-  reward taken only from verifier-rejected rollouts, or each new label's lift over the base rate
-  beyond chance (`backtest/labels.py`);
-- performance (shaping, filters, curriculum, prompts, RL settings): the paired improvement on the
-  sealed selection split has a CI lower bound above 0 at the family-wise level (Bonferroni over
-  the generation's K candidates) and a mean above the measured noise floor; a rise in training
-  reward without the sealed score, or more rollouts flagged invalid by the *trusted* diagnostics
-  (main's as of the generation's start, plus labels promoted earlier) than the control had, is
-  never promoted.
+Nothing reaches main untrained: every candidate that passes its replay trains (short, from the
+generation's policy, with the control's seed), so what a harness does when it trains is judged
+beside what it does when it replays.
 
-The kind the proposer declared is recorded beside the measured one; it decides nothing.
+- every kind: no rise in the share of rollouts flagged invalid by the *trusted* diagnostics
+  (main's as of the generation's start, plus labels promoted earlier), and no rise in training
+  reward while the sealed selection score does not rise;
+- validity (a reward hole closed): the replay is the evidence that it takes reward only from
+  verifier-rejected rollouts, and its own training must not pay a larger share of verifier-rejected
+  rollouts than the control's did;
+- diagnostic (labels only): each new label's lift over the base rate beyond chance
+  (`backtest/labels.py`), and the training guards above;
+- performance (shaping, filters, curriculum, prompts, RL settings): the paired improvement on the
+  sealed selection split has a CI lower bound above 0 at the run's level (Bonferroni over every
+  paired test the run may take: generations x tests per generation) and a mean above the measured
+  noise floor.
+
+A change the replay measures as validity or diagnostic whose diff also reaches training settings
+or code (`backtest/surfaces.py`) is judged as a performance change. The kind the proposer declared
+is recorded beside the measured one; it decides nothing.
 """
 
 from __future__ import annotations
@@ -23,71 +32,102 @@ from meta_agent.verdicts import Kind, StageResult, Verdict
 
 
 class GateSettings(BaseModel):
-    family_alpha: float = Field(0.05, gt=0, lt=1, description="error rate of promoting any null candidate of a "
-                                                              "generation (Bonferroni over its K candidates)")
-    invalid_margin: float = Field(0.05, ge=0, description="tolerated rise in the share of rollouts flagged invalid")
+    family_alpha: float = Field(0.05, gt=0, lt=1, description="error rate of promoting any null candidate in the "
+                                                              "whole run (Bonferroni over its generations x tests)")
+    invalid_margin: float = Field(0.05, ge=0, description="tolerated rise in the share of rollouts flagged invalid, "
+                                                          "and in the share of verifier-rejected rollouts paid")
     label_alpha: float = Field(0.05, gt=0, lt=1, description="Fisher test level for a new diagnostic label")
     label_min_lift: float = Field(0.1, ge=0, le=1, description="a new label's precision minus the base rate")
 
 
-def ci_level(settings: GateSettings, candidates: int) -> float:
-    """Two-sided CI level per candidate so that the generation's family-wise error stays at family_alpha."""
-    return 1 - settings.family_alpha / max(1, candidates)
+def ci_level(settings: GateSettings, tests_per_generation: int, generations: int = 1) -> float:
+    """Two-sided CI level of one paired test, so that the chance of promoting any null change in the whole
+    run stays at `family_alpha`: the budget is spent evenly over every test the run may take."""
+    return 1 - settings.family_alpha / (max(1, tests_per_generation) * max(1, generations))
 
 
-def _measured(stages: list[StageResult]) -> Kind | None:
-    replay = next((s for s in stages if s.stage == "replay"), None)
+def _measured(stages: list[StageResult]) -> tuple[Kind, str]:
+    """(the kind the evidence says, and why it is not the replay's own measure when the diff says more)."""
+    by_stage = {s.stage: s for s in stages}
+    replay = by_stage.get("replay")
     kind = replay.metrics.get("measured_kind") if replay else None
-    return kind if kind in ("validity", "diagnostic", "performance") else None
+    if kind not in ("validity", "diagnostic", "performance"):
+        return "performance", ""
+    static = by_stage.get("static")
+    surfaces = static.metrics.get("surfaces") if static else None
+    training = surfaces.get("training") if isinstance(surfaces, dict) else None
+    if kind != "performance" and training:
+        shown = ", ".join(str(t) for t in training[:6]) + (f" and {len(training) - 6} more" if len(training) > 6
+                                                           else "")
+        return "performance", (f"; the replay measured a {kind} change, but its diff also changes what only training "
+                               f"shows ({shown}), so it is judged as a performance change")
+    return kind, ""
 
 
 def decide(cand_id: str, declared: Literal["validity", "performance"], stages: list[StageResult],
            noise_floor: float, settings: GateSettings) -> Verdict:
-    measured = _measured(stages) or "performance"
+    measured, why = _measured(stages)
     base = Verdict(cand_id=cand_id, verdict="rejected", stage="gate", reason="", kind=measured,
                    declared_kind=declared)
     failed = next((s for s in stages if not s.passed), None)
     if failed is not None:
         return base.model_copy(update={"stage": failed.stage, "reason": failed.reason})
-    note = "" if measured == declared else f" (declared {declared}, measured {measured})"
+    note = ("" if measured == declared else f" (declared {declared}, measured {measured})") + why
     by_stage = {s.stage: s for s in stages}
-    if measured in ("validity", "diagnostic"):
+    if "train" not in by_stage:
+        return base.model_copy(update={"reason": f"{measured} change{note} that was not trained: nothing reaches "
+                                                 "main untrained"})
+    train = by_stage["train"].metrics
+    base = base.model_copy(update={"delta": float(train["delta"]), "ci": [float(x) for x in train["ci"]]})
+    guard = _training_guard(train, settings)
+    if guard is not None:
+        return base.model_copy(update={"reason": f"{measured} change{note}: {guard}"})
+    if measured == "validity":
         replay = by_stage["replay"].metrics
-        if measured == "validity":
-            return base.model_copy(update={"verdict": "promoted", "reason": f"validity change{note}: "
-                                           f"{replay['kind_reason']}"})
-        labels = replay.get("new_labels") or []
+        return base.model_copy(update={"verdict": "promoted", "reason": (
+            f"validity change{note}: {replay['kind_reason']}; in its own training it paid "
+            f"{float(train['paid_rejected_share']):.0%} of rollouts the verifier rejects "
+            f"(control {float(train['control_paid_rejected_share']):.0%})")})
+    if measured == "diagnostic":
+        labels = by_stage["replay"].metrics.get("new_labels") or []
         weak = [lab["reason"] for lab in labels if not lab["passed"]]
         if labels and not weak:
             return base.model_copy(update={"verdict": "promoted", "reason": f"diagnostic{note}: "
                                            + "; ".join(lab["reason"] for lab in labels)})
         return base.model_copy(update={"reason": f"diagnostic{note} without evidence: " + "; ".join(weak)})
-    if "train" not in by_stage:
-        return base.model_copy(update={"reason": f"performance change{note} that was not trained: "
-                                                 "nothing shows it helps"})
-    return _performance(base, by_stage["train"].metrics, noise_floor, settings, note)
+    return _performance(base, train, noise_floor, note)
 
 
-def _performance(base: Verdict, train: dict[str, object], noise_floor: float, settings: GateSettings,
-                 note: str) -> Verdict:
-    delta = float(train["delta"])  # type: ignore[arg-type]
-    low, high = (float(x) for x in train["ci"])  # type: ignore[attr-defined]
-    level = float(train.get("ci_level", 0.95))  # type: ignore[arg-type]
-    verdict = base.model_copy(update={"delta": delta, "ci": [low, high]})
+def _training_guard(train: dict[str, object], settings: GateSettings) -> str | None:
+    """What every kind of change must not do in its own training, whatever its replay showed."""
     invalid, control_invalid = float(train["invalid_share"]), float(train["control_invalid_share"])  # type: ignore[arg-type]
+    paid = float(train.get("paid_rejected_share", 0.0))  # type: ignore[arg-type]
+    control_paid = float(train.get("control_paid_rejected_share", 0.0))  # type: ignore[arg-type]
     reward, control_reward = float(train["train_reward"]), float(train["control_train_reward"])  # type: ignore[arg-type]
+    delta = float(train["delta"])  # type: ignore[arg-type]
     if invalid > control_invalid + settings.invalid_margin:
-        reason = (f"rollouts flagged invalid by the trusted diagnostics: {invalid:.0%} vs control "
-                  f"{control_invalid:.0%}")
-    elif reward > control_reward and delta <= 0:
-        reason = (f"training reward rose ({control_reward:.3f} -> {reward:.3f}) but the sealed selection score did "
-                  f"not (delta {delta:+.3f})")
-    elif low <= 0:
+        return (f"rollouts flagged invalid by the trusted diagnostics: {invalid:.0%} vs control "
+                f"{control_invalid:.0%}")
+    if paid > control_paid + settings.invalid_margin:
+        return (f"in its own training its reward paid {paid:.0%} of the rollouts, all rejected by the sealed "
+                f"verifier, vs {control_paid:.0%} under the control's: a reward that pays what the verifier rejects "
+                "once it trains")
+    if reward > control_reward and delta <= 0:
+        return (f"training reward rose ({control_reward:.3f} -> {reward:.3f}) but the sealed selection score did "
+                f"not (delta {delta:+.3f})")
+    return None
+
+
+def _performance(verdict: Verdict, train: dict[str, object], noise_floor: float, note: str) -> Verdict:
+    assert verdict.delta is not None and verdict.ci is not None
+    delta, (low, high) = verdict.delta, verdict.ci
+    level = float(train.get("ci_level", 0.95))  # type: ignore[arg-type]
+    if low <= 0:
         reason = f"paired {level:.1%} CI lower bound {low:+.3f} is not above 0 (delta {delta:+.3f})"
     elif delta <= noise_floor:
         reason = f"delta {delta:+.3f} is within the noise floor {noise_floor:.3f}"
     else:
         return verdict.model_copy(update={"verdict": "promoted", "reason": (
             f"performance change{note}: paired delta {delta:+.3f}, {level:.1%} CI [{low:+.3f}, {high:+.3f}] > 0 "
-            f"and > noise floor {noise_floor:.3f}")})
+            f"(the run's false-merge budget spread over its tests) and > noise floor {noise_floor:.3f}")})
     return verdict.model_copy(update={"reason": f"performance change{note}: {reason}"})

@@ -134,7 +134,7 @@ class CandidateRun:
         return verdict
 
     def cascade(self, commit: str, base: str, attempt: int = 0) -> list[StageResult]:
-        """static -> replay -> train (when the replay measures a performance change), stopping at a failure.
+        """static -> replay -> train (every kind of change), stopping at a failure.
         `attempt` > 0: the cascade of the commit that repair turn made (journaled under its own keys)."""
         ctx, what = self.ctx, f"gen {self.gen.g}: candidate {self.k}{self.tag}"
         if attempt:
@@ -146,7 +146,7 @@ class CandidateRun:
         if stages[-1].passed:
             self._say("replay" + at, f"{what}: replaying rollouts and probes")
             stages.append(self._stage("replay", lambda: self._replay(commit), at))
-        if stages[-1].passed and stages[-1].metrics.get("measured_kind") == "performance":
+        if stages[-1].passed:  # every kind trains: nothing reaches main on replay evidence alone
             if not self.defer_train:  # deferred: the fan-out says it, for all candidates at once
                 self._say("train" + at, f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
             stages.append(self._stage("train", lambda: self._train(commit, self.key("train" + at)), at))
@@ -243,8 +243,8 @@ class CandidateRun:
             commit=commit, main_commit=gen.main_before, policy=str(gen.policy), root_policy=str(ctx.root_policy),
             history=str(gen.history) if gen.history else None, tasks_file=str(ctx.tasks_file), seed=gen.seed,
             steps=ctx.cfg.steps, control_dir=str(gen.dir / "main"), control_eval=str(gen.dir / "control-eval.json"),
-            guard_labels=gen.guard_labels, level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests), cand_dir=str(self.dir),
-            eval_limit=ctx.cfg.selection_limit)
+            guard_labels=gen.guard_labels, level=ci_level(ctx.cfg.gate, ctx.cfg.gate_tests, ctx.cfg.generations),
+            cand_dir=str(self.dir), eval_limit=ctx.cfg.selection_limit)
 
     def _train(self, commit: str, key: str) -> StageResult:
         ctx = self.ctx

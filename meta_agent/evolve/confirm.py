@@ -9,8 +9,9 @@ see a delta above the noise, without paying the long run for every idea. The pol
 generation starts from is still a run of `steps` (the winner's first-rung checkpoint): the longer
 rung is search compute, reported as such, never extra training for the evolved policy.
 
-Both rungs are tests of the same family: with confirmation on, every CI of the generation is taken at
-the Bonferroni level over K + confirm_top tests, so the family-wise error stays at `family_alpha`.
+Both rungs are tests of the same family: with confirmation on, every CI is taken at the Bonferroni level
+over the run's generations x (K + confirm_top) tests, so the run-wide false-merge rate stays at
+`family_alpha`.
 """
 
 from __future__ import annotations
@@ -114,12 +115,13 @@ def confirm(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypo
 
 def _confirm_one(ctx: RunContext, view: GenerationView, run: CandidateRun, job: TrainJob, h: Hypothesis,
                  short: Verdict) -> VerdictRecorded:
-    replay = _last(ctx, short.cand_id, "replay")
-    assert replay is not None, f"{short.cand_id} reached the gate without a replay stage"
+    static, replay = _last(ctx, short.cand_id, "static"), _last(ctx, short.cand_id, "replay")
+    assert static is not None and replay is not None, f"{short.cand_id} reached the gate without static or replay"
     env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo, on_step=lambda _n: ctx.reporter.training_step())
     stage = run._stage("confirm", lambda: run_train_job(job, env))  # journaled by the fan-out, unless it stopped
     judged = stage.model_copy(update={"stage": "train"})  # the gate reads the longest run as the train evidence
-    verdict = decide(short.cand_id, h.kind, [replay.result(), judged], view.noise_floor, ctx.cfg.gate)
+    verdict = decide(short.cand_id, h.kind, [static.result(), replay.result(), judged], view.noise_floor,
+                     ctx.cfg.gate)
     if not stage.passed:
         verdict = verdict.model_copy(update={"stage": "confirm"})
     verdict = verdict.model_copy(update={"reason": (

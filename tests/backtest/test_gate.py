@@ -3,6 +3,7 @@ a candidate is turned down."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -19,13 +20,22 @@ def _replay(kind: str, **extra: Any) -> StageResult:
 
 
 def _train(delta: float, low: float, high: float, *, reward: float = 0.5, control_reward: float = 0.5,
-           invalid: float = 0.0, control_invalid: float = 0.0) -> StageResult:
+           invalid: float = 0.0, control_invalid: float = 0.0, paid: float = 0.0, control_paid: float = 0.1
+           ) -> StageResult:
     return StageResult(stage="train", passed=True, reason="ok", metrics={
         "delta": delta, "ci": [low, high], "ci_level": 0.975, "train_reward": reward,
-        "control_train_reward": control_reward, "invalid_share": invalid, "control_invalid_share": control_invalid})
+        "control_train_reward": control_reward, "invalid_share": invalid, "control_invalid_share": control_invalid,
+        "paid_rejected_share": paid, "control_paid_rejected_share": control_paid})
 
 
-OK = [StageResult(stage="implement", passed=True, reason="ok"), StageResult(stage="static", passed=True, reason="ok")]
+def _static(*training: str) -> StageResult:
+    return StageResult(stage="static", passed=True, reason="ok",
+                       metrics={"surfaces": {"replayed": ["harness/math/rewards.py"], "training": list(training)}})
+
+
+OK = [StageResult(stage="implement", passed=True, reason="ok"), _static()]
+FLAT = _train(0.0, -0.1, 0.1, reward=0.4)
+"""A validity fix's own training: no better on the sealed score, less reward paid than the control."""
 GOOD_LABEL = {"label": "hedge", "passed": True, "reason": "hedge: lift +0.50"}
 RANDOM_LABEL = {"label": "coin", "passed": False, "reason": "coin: precision 0.91 is not above the base rate 0.98"}
 
@@ -34,13 +44,24 @@ ROWS = [
     ("a failed stage decides", "performance",
      [*OK[:1], StageResult(stage="static", passed=False, reason="selftest failed: boom")], 0.0,
      "rejected", "static", "selftest failed"),
-    ("a closed reward hole needs no training", "validity", [*OK, _replay("validity")], 0.0,
-     "promoted", "gate", "validity change"),
+    ("a closed reward hole, trained, that pays no more rejected rollouts", "validity",
+     [*OK, _replay("validity"), FLAT], 0.0, "promoted", "gate", "validity change"),
+    ("nothing merges untrained, a validity fix included", "validity", [*OK, _replay("validity")], 0.0,
+     "rejected", "gate", "nothing reaches main untrained"),
+    ("a reward honest in replay that pays rejected rollouts once it trains", "validity",
+     [*OK, _replay("validity"), _train(0.0, -0.1, 0.1, reward=0.9, paid=0.8, control_paid=0.1)], 0.0,
+     "rejected", "gate", "paid 80% of the rollouts, all rejected by the sealed verifier"),
+    ("a validity fix that also changes RL settings is judged as performance", "validity",
+     [OK[0], _static("harness.yaml: rl.learning_rate", "harness/train.py"), _replay("validity"), FLAT], 0.0,
+     "rejected", "gate", "also changes what only training shows (harness.yaml: rl.learning_rate"),
     ("evidence beats the label: measured validity, declared performance", "performance",
-     [*OK, _replay("validity")], 0.0, "promoted", "gate", "declared performance, measured validity"),
-    ("a diagnostic with lift is promoted", "validity", [*OK, _replay("diagnostic", new_labels=[GOOD_LABEL])], 0.0,
-     "promoted", "gate", "hedge: lift"),
-    ("a random diagnostic is not", "validity", [*OK, _replay("diagnostic", new_labels=[RANDOM_LABEL])], 0.0,
+     [*OK, _replay("validity"), FLAT], 0.0, "promoted", "gate", "declared performance, measured validity"),
+    ("a diagnostic with lift is promoted", "validity",
+     [*OK, _replay("diagnostic", new_labels=[GOOD_LABEL]), FLAT], 0.0, "promoted", "gate", "hedge: lift"),
+    ("a diagnostic that also changes training code is judged as performance", "validity",
+     [OK[0], _static("harness/trainer.py"), _replay("diagnostic", new_labels=[GOOD_LABEL]), FLAT], 0.0,
+     "rejected", "gate", "measured a diagnostic change, but its diff also changes"),
+    ("a random diagnostic is not", "validity", [*OK, _replay("diagnostic", new_labels=[RANDOM_LABEL]), FLAT], 0.0,
      "rejected", "gate", "without evidence"),
     ("shaping labelled validity must train", "validity", [*OK, _replay("performance")], 0.0,
      "rejected", "gate", "declared validity, measured performance"),
@@ -74,6 +95,28 @@ def test_the_measured_kind_is_recorded_beside_the_declared_one() -> None:
     assert (v.kind, v.declared_kind) == ("performance", "validity")
 
 
-def test_the_ci_level_controls_the_family_of_k_candidates() -> None:
+def test_the_ci_level_spends_the_runs_false_merge_budget_over_every_test() -> None:
     assert ci_level(S, 1) == pytest.approx(0.95)
     assert ci_level(S, 4) == pytest.approx(1 - 0.05 / 4)
+    assert ci_level(S, 4, generations=3) == pytest.approx(1 - 0.05 / 12)
+
+
+def test_null_candidates_across_a_whole_run_merge_at_most_at_the_family_rate() -> None:
+    """A run of G generations x K candidates that change nothing: with the level spread over the run, the
+    chance that any of them merges stays under family_alpha (before, each generation spent it anew)."""
+    from meta_agent.stats import paired_bootstrap_ci
+
+    rng = random.Random(7)
+    generations, k, tasks, runs = 4, 2, 40, 200
+    merged_any = 0
+    for run in range(runs):
+        merged = False
+        for test in range(generations * k):
+            control = [float(rng.random() < 0.4) for _ in range(tasks)]
+            cand = [float(rng.random() < 0.4) for _ in range(tasks)]
+            ci = paired_bootstrap_ci(cand, control, seed=run * 100 + test, level=ci_level(S, k, generations))
+            stages = [*OK, _replay("performance"), _train(ci.mean, ci.low, ci.high)]
+            merged |= decide("run/0-0", "performance", stages, 1 / tasks, S).promoted
+        merged_any += merged
+    # Measured with this seed: 7 of 200 (3.5%); a level spread over one generation's K only: 22 of 200 (11%).
+    assert merged_any / runs <= S.family_alpha + 0.02, f"{merged_any} of {runs} null runs merged something"

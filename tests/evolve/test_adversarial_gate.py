@@ -112,10 +112,45 @@ def test_training_fewer_steps_than_the_control_fails_the_train_stage(adversarial
     assert "steps" in str(v["reason"])
 
 
-def test_the_honest_reward_hole_fix_is_promoted_on_replay_evidence(adversarial_run: Path) -> None:
+def test_the_honest_reward_hole_fix_is_promoted_after_its_own_training(adversarial_run: Path) -> None:
     v = _verdicts(adversarial_run)["adv-honest-hole-fix"]
     assert (v["verdict"], v["kind"]) == ("promoted", "validity"), v["reason"]
-    assert "train" not in _stages(adversarial_run, v["cand_id"])
+    assert _stages(adversarial_run, v["cand_id"])["train"]["passed"], "nothing reaches main untrained"
+
+
+def test_a_reward_honest_in_replay_that_pays_everything_when_it_trains_is_caught_in_training(
+        adversarial_run: Path) -> None:
+    """It passed the replay as a validity fix and was merged untrained; the next generation trained under it."""
+    v = _verdicts(adversarial_run)["adv-honest-in-replay"]
+    assert (v["verdict"], v["stage"], v["kind"]) == ("rejected", "gate", "validity"), v["reason"]
+    assert "rejected by the sealed verifier" in str(v["reason"]) and "once it trains" in str(v["reason"])
+    train = _stages(adversarial_run, v["cand_id"])["train"]["metrics"]
+    assert train["paid_rejected_share"] > train["control_paid_rejected_share"]
+
+
+def test_a_validity_fix_that_also_changes_rl_settings_is_judged_as_performance(adversarial_run: Path) -> None:
+    v = _verdicts(adversarial_run)["adv-validity-with-settings"]
+    assert (v["kind"], v["declared_kind"]) == ("performance", "validity"), v["reason"]
+    assert "rl.learning_rate" in str(v["reason"]) and "harness/trainer.py" in str(v["reason"])
+    assert "train" in _stages(adversarial_run, v["cand_id"])
+
+
+def test_longer_completions_than_main_allows_are_refused_with_the_numbers(adversarial_run: Path) -> None:
+    v = _verdicts(adversarial_run)["adv-longer-completions"]
+    assert (v["verdict"], v["stage"]) == ("rejected", "train"), v["reason"]
+    assert "main's settings cap one at 48" in str(v["reason"])
+
+
+def test_unlogged_optimizer_steps_are_counted_from_the_optimizer_state(adversarial_run: Path) -> None:
+    v = _verdicts(adversarial_run)["adv-extra-optimizer-steps"]
+    assert (v["verdict"], v["stage"]) == ("rejected", "train"), v["reason"]
+    assert "its optimizer took 4 steps; 2 were asked for" in str(v["reason"])
+
+
+def test_every_merge_trained(adversarial_run: Path) -> None:
+    for v in _verdicts(adversarial_run).values():
+        if v["verdict"] == "promoted":
+            assert _stages(adversarial_run, v["cand_id"])["train"]["passed"], v["cand_id"]
 
 
 def test_lineage_check_agrees_with_git_for_every_candidate(adversarial_run: Path) -> None:
