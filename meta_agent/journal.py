@@ -69,6 +69,10 @@ class NoiseMeasured(Event):
     deltas: list[float]
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
+    minimum: float = 0.0
+    """The floor's least value, from the evaluation's size: one task's flip (1 / tasks)."""
+    pinned: list[int] = []
+    """Reruns whose rollouts were main's own, token for token: the harness ignores the seed it is given."""
 
 
 class MainReplayed(Event):

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
-from meta_agent.contract import ReplayRecord, read_jsonl
+from meta_agent.contract import ReplayRecord, RolloutRecord, read_jsonl
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import EvalResult
 from meta_agent.errors import BudgetExhausted, failure_text
@@ -88,9 +88,9 @@ class Generation:
         control_eval = EvalResult.model_validate_json((self.dir / "control-eval.json").read_text())
         control = Control(run=control_run, eval=control_eval,
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
-        self.noise_floor = self._noise(control_eval, noise_runs)
+        self.noise_floor = self._noise(control_eval, noise_runs, control_run)
         # What the proposer sees of it: 0 means two training seeds left every greedy answer the same.
-        control_run.report.selection_noise = self.noise_floor if ctx.cfg.noise_reruns else None
+        control_run.report.selection_noise = self._spread() if ctx.cfg.noise_reruns else None
         main_replay, replay_set = self._main_replay(control_run)
         self.evidence = self._evidence(control_run)
         hypotheses = self._propose(control_run)
@@ -181,16 +181,19 @@ class Generation:
         out = self.dir / f"noise-{i}"
         inline_eval: dict[str, Any] = {} if ctx.cfg.executor.eval_shards > 1 else dict(
             eval_split="selection", eval_out=out / "eval.json", eval_limit=ctx.cfg.selection_limit)
+        # The rerun's seed comes from meta-agent's secret, never from anything a harness can read or set.
+        seed = sealed_seed("noise-rerun", f"{ctx.cfg.seed}/{self.g}/{i}") % 2**31
         return train_job(ctx, self.key(f"noise-{i}"), f"control-vs-control rerun {i + 1}", self.main_before,
-                         self.policy, self.seed + 10_000 * (i + 1), self.history, out, self.dir / f"work-noise-{i}",
-                         **inline_eval)
+                         self.policy, seed, self.history, out, self.dir / f"work-noise-{i}", **inline_eval)
 
-    def _noise(self, control_eval: EvalResult, ran: dict[str, Trained]) -> float:
-        """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor. `ran`:
-        the reruns `_main_and_noise` already trained (and evaluated, unless evaluations are sharded)."""
+    def _noise(self, control_eval: EvalResult, ran: dict[str, Trained], control_run: TrainedRun) -> float:
+        """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor, never below one
+        task's flip. `ran`: the reruns `_main_and_noise` already trained (and evaluated, unless evaluations are
+        sharded). A rerun that reproduces main's rollouts exactly shows a harness that ignores its seed: the
+        floor it would measure (0) is no floor, and the run says so."""
         ctx = self.ctx
         if ctx.cfg.noise_reruns == 0:
-            return 0.0
+            return 1 / max(1, len(control_eval.results))  # unmeasured: one task's flip is still no evidence
         earlier = self._last_noise(control_eval.score.mean)
         if earlier is not None:
             return earlier
@@ -200,7 +203,7 @@ class Generation:
             for job in todo:
                 ctx.reporter.phase(f"gen {self.g}: {job.label} (noise floor)")
             trained = {**ran, **{k: r.trained for k, r in results(ctx, todo).items() if r.trained is not None}}
-            deltas, train_s, eval_s = [], 0.0, 0.0
+            deltas, train_s, eval_s, pinned = [], 0.0, 0.0, []
             for i in range(ctx.cfg.noise_reruns):
                 out = self.dir / f"noise-{i}"
                 if not (out / "eval.json").is_file():  # evaluations are sharded: after the training
@@ -212,9 +215,25 @@ class Generation:
                 ids = [r.task_id for r in control_eval.results]
                 d = paired_bootstrap_ci([rerun.per_task()[t] for t in ids], [control_eval.per_task()[t] for t in ids])
                 deltas.append(abs(d.mean))
-            return NoiseMeasured(noise_floor=max(deltas), deltas=deltas, train_seconds=train_s, eval_seconds=eval_s)
+                if _same_rollouts(out / "rollouts.jsonl", control_run):
+                    pinned.append(i)
+            minimum = 1 / max(1, len(control_eval.results))
+            if pinned:
+                ctx.reporter.phase(f"gen {self.g}: control-vs-control rerun(s) {[i + 1 for i in pinned]} reproduced "
+                                   "main's training rollout for rollout: main's harness ignores the seed it is given "
+                                   f"(pinned); the noise floor is held at its minimum {minimum:.3f}")
+            return NoiseMeasured(noise_floor=max([*deltas, minimum]), deltas=deltas, train_seconds=train_s,
+                                 eval_seconds=eval_s, minimum=minimum, pinned=pinned)
 
         return ctx.step(self.key("noise"), NoiseMeasured, measure).noise_floor
+
+    def _spread(self) -> float:
+        """What the floor in force measured between seeds, before its minimum: the report's `selection_noise`."""
+        for j in range(self.g, -1, -1):
+            measured = self.ctx.log.done(f"g{j}/noise", NoiseMeasured)
+            if measured is not None:
+                return max(measured.deltas, default=0.0)
+        return 0.0
 
     def _last_noise(self, score: float) -> float | None:
         """The floor measured in an earlier generation, while it still describes this policy: re-measured
@@ -331,6 +350,16 @@ def _valid(hypotheses: object, k: int) -> tuple[list[dict[str, Any]], str]:
         except (ValueError, TypeError, RecursionError) as e:
             problems.append(f"dropped hypothesis {i}: {failure_text(e, 300)}")
     return kept, "; ".join(problems)[:2000]
+
+
+def _same_rollouts(rerun: Path, control: TrainedRun) -> bool:
+    """The rerun generated exactly what main's run did, completion for completion."""
+    try:
+        rows = read_jsonl(rerun, RolloutRecord)
+    except (OSError, ValueError):
+        return False
+    return bool(rows) and [(r.task_id, r.completion) for r in rows] == [(r.task_id, r.completion)
+                                                                       for r in control.rollouts]
 
 
 def guard_labels(ctx: RunContext, g: int) -> list[str]:
