@@ -63,6 +63,37 @@ class GenerationNode(BaseModel):
     candidates: list[CandidateNode]
 
 
+class RunningNow(BaseModel):
+    """What the run's process is doing (RUN/live.json), for an unfinished run's page."""
+
+    alive: bool
+    phase: str
+    detail: str
+    minutes: int
+    """How long the phase has run (alive) or how long ago the process was last seen (stopped)."""
+    steps_done: int
+    steps_total: int
+    eta_minutes: int | None
+    ended: str | None
+    run_dir: str
+
+
+def running_now(run_dir: Path) -> RunningNow | None:
+    import time
+
+    from meta_agent.evolve.live import is_alive, read_live
+
+    live = read_live(run_dir)
+    if live is None:
+        return None
+    alive = is_alive(live)
+    since = live.phase_since if alive else live.updated
+    eta = round(live.eta_seconds / 60) if alive and live.eta_seconds is not None else None
+    return RunningNow(alive=alive, phase=live.phase, detail=live.detail, minutes=int((time.time() - since) // 60),
+                      steps_done=live.steps_done, steps_total=live.steps_total, eta_minutes=eta, ended=live.ended,
+                      run_dir=str(run_dir))
+
+
 class LineageView(BaseModel):
     run_id: str
     domain: str
@@ -73,6 +104,8 @@ class LineageView(BaseModel):
     final: dict[str, Any]
     """evolved / static / paired intervals on the test split (empty until the run finished)."""
     noise_floor: float | None
+    now: RunningNow | None = None
+    """Set while the run is not finished and its process has said what it does."""
 
     @property
     def candidate_count(self) -> int:
@@ -149,7 +182,8 @@ def collect_lineage(run_dir: Path, page_dir: Path) -> LineageView:
     return LineageView(
         run_id=started[0].run_id if started else run_dir.name, domain=info.domain, harness=info.harness,
         started=started[0].started if started else info.created, finished=bool(log.of_type(RunDone)),
-        generations=generations, final=final, noise_floor=floors[-1] if floors else None)
+        generations=generations, final=final, noise_floor=floors[-1] if floors else None,
+        now=None if log.of_type(RunDone) else running_now(run_dir))
 
 
 def _summary_final(run_dir: Path) -> dict[str, Any]:
