@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from meta_agent.coders import CoderName
-from meta_agent.commands import llm, review, sandbox, skills, tasks
-from meta_agent.commands.app import App
+from meta_agent.commands import llm, review, sandbox, skills, status, tasks, watch
+from meta_agent.commands.app import App, option_groups
 from meta_agent.domains import DOMAINS, defaults_help
 from meta_agent.proposers import PROPOSERS
 from meta_agent.tracking import Tracker
@@ -25,13 +25,10 @@ app = App(
         "`meta-agent rollout --harness my-harness` to train and read the rollout report."
     ),
 )
-app.add_typer(sandbox.app, name="sandbox")
-app.add_typer(tasks.app, name="tasks")
-app.add_typer(llm.app, name="llm")
-app.add_typer(skills.app, name="skills")
-app.command()(review.history)
-app.command()(review.show)
-app.command()(review.prune)
+# --help lists commands in the order a user meets them: run, then review, then the tools beside them.
+RUN, REVIEW, TOOLS = "Train and evolve", "Review a run", "Tools"
+for group in (sandbox, tasks, llm, skills):
+    app.add_typer(group.app, name=group.__name__.rsplit(".", 1)[-1], rich_help_panel=TOOLS)
 console = Console()
 
 
@@ -75,7 +72,7 @@ def executor_values(base: dict[str, object] | None, kind: str | None, parallel: 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
 
 
-@app.command()
+@app.command(rich_help_panel=RUN)
 def init(
     domain: DomainOpt = "math",
     dir: Annotated[Path, typer.Option("--dir", help="new directory for the harness git repo")] = Path("harness"),
@@ -90,7 +87,7 @@ def init(
                   f"[bold]meta-agent rollout --domain {domain} --harness {dir}[/]")
 
 
-@app.command()
+@app.command(rich_help_panel=RUN)
 def rollout(
     domain: OptDomainOpt = None,
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
@@ -123,7 +120,6 @@ def rollout(
                       f"(docs/tracking.md says how to open them)")
 
 
-@app.command(name="eval")
 def eval_(
     policy: Annotated[str, typer.Option(help="smollm2 | tiny | a model or checkpoint dir")] = "smollm2",
     domain: DomainOpt = "math",
@@ -158,7 +154,18 @@ def eval_(
         atomic_write_text(out, result.model_dump_json(indent=2))
 
 
-@app.command()
+@app.command(rich_help_panel=RUN)
+@option_groups({
+    "What trains": ["domain", "harness", "policy", "config"],
+    "The search (each part costs training steps)": [
+        "generations", "candidates", "train_steps", "selection_limit", "confirm_steps", "archive_parents",
+        "repair_turns", "control", "seed"],
+    "The proposer and its LLM": ["proposer", "model", "diagnostician_model", "coder_model", "coder", "api_base",
+                                 "coder_api_base", "skills"],
+    "Budgets (a run that reaches one stops cleanly; `resume` continues it)": [
+        "dry_run", "budget_minutes", "llm_tokens", "llm_dollars"],
+    "Where it runs and writes": ["sandbox_name", "executor", "parallel", "ray_address", "run_dir", "tracker"],
+})
 def evolve(
     domain: OptDomainOpt = None,
     harness: Annotated[Path | None, typer.Option(help="harness repo (default: a new one in the run dir)")] = None,
@@ -208,6 +215,10 @@ def evolve(
     parallel: ParallelOpt = None,
     ray_address: RayAddressOpt = None,
     config: ConfigOpt = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="print the plan (training runs, GRPO steps, evaluations, LLM sessions) and its wall time "
+                          "on this machine, then exit; the first time for a policy, domain and sandbox it times a "
+                          "2-step training and one evaluation batch (cached; later runs refine it)")] = False,
 ) -> None:
     """Evolve a training harness while the policy trains: diagnose, propose, backtest, merge winners.
 
@@ -237,10 +248,16 @@ def evolve(
         "confirm_steps": confirm_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
         "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
+    if dry_run:
+        from meta_agent.commands.estimate import estimate
+        from meta_agent.policy import resolve_policy
+
+        estimate(cfg, resolve_policy(cfg.policy), console, measure=True)
+        return
     run_evolve(cfg, console)
 
 
-@app.command()
+@app.command(rich_help_panel=RUN)
 def resume(
     run_dir: Annotated[Path, typer.Argument(help="the run directory of an interrupted `evolve`")],
     budget_minutes: Annotated[float | None, typer.Option(help="a new wall-clock budget")] = None,
@@ -269,7 +286,13 @@ def resume(
     run_evolve(load_for_resume(run_dir.resolve(), overrides), console, resume=True)
 
 
-@app.command()
+app.command(rich_help_panel=RUN)(status.status)
+app.command(rich_help_panel=RUN)(watch.watch)
+app.command(rich_help_panel=REVIEW)(review.history)
+app.command(rich_help_panel=REVIEW)(review.show)
+
+
+@app.command(rich_help_panel=REVIEW)
 def lineage(
     run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")],
     rebuild: Annotated[bool, typer.Option(help="rebuild lineage.sqlite from events.jsonl first")] = False,
@@ -312,7 +335,7 @@ def lineage(
             raise typer.Exit(1)
 
 
-@app.command()
+@app.command(rich_help_panel=REVIEW)
 def track(
     run_dir: Annotated[Path, typer.Argument(help="an evolve run directory (finished or not)")],
     tracker: Annotated[Tracker, typer.Option("--tracker", help="which tracker's files to write")] = "tensorboard",
@@ -337,13 +360,17 @@ def track(
     console.print(viewer_hint(run_dir, tracker))
 
 
-@app.command()
+@app.command(rich_help_panel=REVIEW)
 def report(run_dir: Annotated[Path, typer.Argument(help="a run directory (or one training dir in it)")]) -> None:
     """Re-render the rollout report(s) of a run from its files."""
     from meta_agent.commands.rerender import rerender
 
     for path in rerender(run_dir.resolve()):
         console.print(f"wrote {path}")
+
+
+app.command(rich_help_panel=REVIEW)(review.prune)
+app.command(name="eval", rich_help_panel=TOOLS)(eval_)
 
 
 def main() -> None:

@@ -8,8 +8,11 @@ as files it could see.
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,32 +61,75 @@ class TrainOutput:
         return self.out_dir / "checkpoint"
 
 
-@contextmanager
-def _watch_steps(path: Path, on_step: Callable[[int], None] | None) -> Iterator[None]:
-    """Report how many metric lines the harness has written so far (progress for long runs)."""
-    if on_step is None:
-        yield
-        return
-    stop = threading.Event()
+@dataclass(frozen=True)
+class StepSeen:
+    """Progress of a training run, read from the metric lines the harness has written so far. For display
+    only: the lines are untrusted until the run ends and its outputs are validated."""
 
-    def poll() -> None:
-        seen = 0
-        while not stop.wait(0.5):
-            try:
-                lines = read_bytes(path).count(b"\n")
-            except ContractError:
-                continue  # not written yet, or not a regular file (which the audit after the run reports)
-            if lines != seen:
-                seen = lines
-                on_step(lines)
+    done: int
+    """Metric lines (optimizer steps) written so far."""
+    new: int
+    """Lines since the last report."""
+    steps: int
+    """Steps asked for."""
+    seconds: float
+    """Since the training command started (its start-up included)."""
+    reward: float | None = None
+    """The last line's `reward_mean`, when it is a finite number."""
 
-    t = threading.Thread(target=poll, daemon=True)
-    t.start()
+
+def _last_reward(data: bytes) -> float | None:
+    lines = data.rstrip(b"\n").rsplit(b"\n", 1)
     try:
-        yield
-    finally:
-        stop.set()
-        t.join()
+        value = json.loads(lines[-1][:65536]).get("reward_mean")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+class _StepWatcher:
+    """Reports the metric lines the harness has written so far (progress for long runs), and at the end
+    the steps it wrote too fast to be seen (from the validated metrics)."""
+
+    def __init__(self, path: Path, steps: int, on_step: Callable[[StepSeen], None] | None) -> None:
+        self.path, self.steps, self.on_step = path, steps, on_step
+        self.seen = 0
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+
+    def report(self, done: int, reward: float | None) -> None:
+        done = min(done, self.steps)  # lines past the steps asked for are the audit's to refuse, not progress
+        with self.lock:
+            if self.on_step is None or done <= self.seen:
+                return
+            seen = StepSeen(done=done, new=done - self.seen, steps=self.steps,
+                            seconds=time.monotonic() - self.started, reward=reward)
+            self.seen = done
+        self.on_step(seen)
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        if self.on_step is None:
+            yield
+            return
+        stop = threading.Event()
+
+        def poll() -> None:
+            while not stop.wait(0.5):
+                try:
+                    data = read_bytes(self.path, limit=64 << 20)
+                except ContractError:
+                    continue  # not written yet, or not a regular file (which the audit after the run reports)
+                self.report(data.count(b"\n"), _last_reward(data))
+
+        t = threading.Thread(target=poll, daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            t.join()
 
 
 def _failure(result: RunResult) -> str:
@@ -176,7 +222,7 @@ class HarnessRunner:
         tasks: Path,
         history: Path | None = None,
         timeout: float | None = None,
-        on_step: Callable[[int], None] | None = None,
+        on_step: Callable[[StepSeen], None] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> TrainOutput:
         """`harness train`; `env` adds variables (e.g. a tracker's, see meta_agent.tracking.sandbox_env)."""
@@ -184,7 +230,8 @@ class HarnessRunner:
                 "--tasks", str(tasks), "--progress"]
         if history is not None:
             args += ["--history", str(history)]
-        with _watch_steps(out / "metrics.jsonl.partial", on_step):
+        watcher = _StepWatcher(out / "metrics.jsonl.partial", steps, on_step)
+        with watcher.watching():
             result = self._run("train", args, timeout, env)
         try:
             output = TrainOutput(
@@ -201,6 +248,7 @@ class HarnessRunner:
             raise HarnessError("train", f"wrote metrics for {len(output.metrics)} steps, {steps} were asked for")
         if not output.rollouts:
             raise HarnessError("train", "wrote no rollouts")
+        watcher.report(len(output.metrics), output.metrics[-1].reward_mean)
         return output
 
     def replay(self, *, rollouts: Path, tasks: Path, out: Path, expected: set[str] | None = None,

@@ -12,8 +12,9 @@ from meta_agent.config import RolloutConfig
 from meta_agent.domains import domain_entry, domain_for
 from meta_agent.errors import RunDirError
 from meta_agent.gitops import run_harness
+from meta_agent.harness_runner import StepSeen
 from meta_agent.policy import resolve_policy
-from meta_agent.progress import progress_bar
+from meta_agent.progress import progress_bar, step_text
 from meta_agent.report.render import write_report
 from meta_agent.runinfo import RunInfo, default_run_dir, write_run_info
 from meta_agent.sealed import sealed_backend
@@ -42,13 +43,19 @@ def run_rollout(cfg: RolloutConfig, console: Console) -> tuple[Path, TrainedRun]
     out_dir = run_dir / "train"
     if out_dir.exists():
         shutil.rmtree(out_dir)  # an interrupted earlier attempt: start the training over
-    with progress_bar(console) as progress:
-        bar = progress.add_task(f"GRPO steps ({cfg.domain})", total=cfg.steps)
+    with progress_bar(console, note=True) as progress:
+        bar = progress.add_task(f"GRPO steps ({cfg.domain})", total=cfg.steps, note="")
+
+        def on_step(seen: StepSeen) -> None:
+            progress.update(bar, completed=seen.done, note=step_text(seen))
+            if not console.is_terminal:
+                console.print(f"  {step_text(seen)}", highlight=False)
+
         trained = train_commit(
             repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=cfg.sandbox.limits(),
             policy=policy, root_policy=policy, steps=cfg.steps, seed=cfg.seed, work_dir=run_dir / "work",
             out_dir=out_dir, tasks_file=tasks_file, train_timeout=cfg.sandbox.train_timeout_s, tracker=cfg.tracker,
-            on_step=lambda n: progress.update(bar, completed=n),
+            on_step=on_step,
         )
         progress.update(bar, completed=cfg.steps)
     write_report(trained.report, out_dir)

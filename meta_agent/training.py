@@ -27,7 +27,7 @@ from meta_agent.contract import (
 )
 from meta_agent.domains import Domain
 from meta_agent.gitops import export_tree
-from meta_agent.harness_runner import HarnessRunner, TrainOutput
+from meta_agent.harness_runner import HarnessRunner, StepSeen, TrainOutput
 from meta_agent.policy import base_model_of
 from meta_agent.report.rollout_report import RolloutReport, build_report
 from meta_agent.tracking import Tracker
@@ -119,7 +119,7 @@ def train_commit(
     tasks_file: Path,
     history: Path | None = None,
     train_timeout: float | None = None,
-    on_step: Callable[[int], None] | None = None,
+    on_step: Callable[[StepSeen], None] | None = None,
     diagnose_commit: str | None = None,
     tracker: Tracker = "none",
 ) -> TrainedRun:

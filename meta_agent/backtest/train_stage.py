@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import yaml
 
 from meta_agent.backtest.compute import budget_of, multi_turn, overspent, spent
 from meta_agent.domains import Domain, EvalResult
+from meta_agent.domains.base import evaluate_showing_progress
 from meta_agent.harness_runner import HarnessError
 from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, train_commit
@@ -106,6 +108,7 @@ def run_train_stage(
     root_policy: Path,
     seed: int,
     level: float = 0.95,
+    on_eval: Callable[[int], None] | None = None,
 ) -> tuple[StageResult, TrainedRun | None, EvalResult | None]:
     started = time.monotonic()
     steps = int(train_kwargs["steps"])
@@ -123,7 +126,8 @@ def run_train_stage(
     if problem:
         return StageResult(stage="train", passed=False, reason=problem, seconds=time.monotonic() - started,
                            metrics=counted), trained, None
-    result = domain.evaluate(trained.checkpoint, "selection", limit=eval_limit, root=root_policy)
+    result = evaluate_showing_progress(domain, trained.checkpoint, "selection", on_eval, limit=eval_limit,
+                                       root=root_policy)
     control_scores = control.eval.per_task()
     ids = [r.task_id for r in result.results]
     paired = paired_bootstrap_ci([result.per_task()[i] for i in ids], [control_scores[i] for i in ids], seed=seed,

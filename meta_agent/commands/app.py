@@ -8,6 +8,9 @@ keeps its traceback: it is never dressed as a user error.
 from __future__ import annotations
 
 import functools
+import inspect
+import re
+import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -38,6 +41,41 @@ def one_line_errors(fn: F, interrupted: str = "interrupted") -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def unwrap(doc: str) -> str:
+    """A docstring as help text: each paragraph's source line breaks become spaces (the terminal wraps it
+    to its own width), while blank lines, list items and indented lines keep their breaks."""
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", inspect.cleandoc(doc)):
+        lines: list[str] = []
+        for line in block.splitlines():
+            keep = not lines or line.startswith((" ", "- ", "* ", "| ")) or re.match(r"\d+\. ", line)
+            if keep:
+                lines.append(line)
+            else:
+                lines[-1] += " " + line.strip()
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def option_groups(panels: dict[str, list[str]]) -> Callable[[F], F]:
+    """Show a command's options under headings in --help (typer's `rich_help_panel`), named here once
+    rather than in every option. Every parameter must be placed, so a new option cannot go unlisted."""
+
+    def apply(fn: F) -> F:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        placed = {name: panel for panel, names in panels.items() for name in names}
+        missing = set(inspect.signature(fn).parameters) - set(placed)
+        if missing:
+            raise TypeError(f"{fn.__name__}: options without a --help heading: {sorted(missing)}")
+        for name, panel in placed.items():
+            info = next(m for m in typing.get_args(hints[name])[1:] if isinstance(m, typer.models.ParameterInfo))
+            info.rich_help_panel = panel
+        fn.__annotations__.update(hints)  # evaluated once: typer reads these objects, not fresh copies
+        return fn
+
+    return apply
+
+
 class App(typer.Typer):
     """A Typer app whose commands all report user errors the same way."""
 
@@ -47,13 +85,15 @@ class App(typer.Typer):
         kwargs.setdefault("no_args_is_help", True)
         kwargs.setdefault("pretty_exceptions_enable", False)
         kwargs.setdefault("rich_markup_mode", "rich")
+        if kwargs.get("help"):
+            kwargs["help"] = unwrap(kwargs["help"])
         super().__init__(**kwargs)
 
     def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
-        register = super().command(*args, **kwargs)
-
         def decorator(fn: F) -> F:
-            register(one_line_errors(fn, self.interrupted))
+            help_text = kwargs.get("help") or fn.__doc__
+            given = {**kwargs, **({"help": unwrap(help_text)} if help_text else {})}
+            super(App, self).command(*args, **given)(one_line_errors(fn, self.interrupted))
             return fn
 
         return decorator

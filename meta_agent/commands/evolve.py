@@ -1,59 +1,231 @@
-"""`meta-agent evolve` and `meta-agent resume`: progress display and the one-screen summary."""
+"""`meta-agent evolve` and `meta-agent resume`: progress, the way back in, and the one-screen summary.
+
+On a terminal, progress is one live bar (training steps, the dominant cost) whose description is the
+current phase. Elsewhere (a log file, CI, `nohup`) each phase, training step and evaluation batch is
+one plain line. Either way RUN/live.json says what the process is doing (`meta-agent status RUN`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import typer
 from rich.console import Console
 from rich.markdown import Markdown
 
+from meta_agent.commands.estimate import estimate
 from meta_agent.config import EvolveConfig
 from meta_agent.errors import BudgetExhausted
+from meta_agent.eventlog import EventLog
 from meta_agent.evolve import prepare, run
-from meta_agent.progress import progress_bar
+from meta_agent.evolve.active_time import run_seconds
+from meta_agent.evolve.estimate import (
+    cached_rates,
+    estimate_seconds,
+    eval_batch_of,
+    plan_of,
+    rates_key,
+    record_outcome,
+)
+from meta_agent.evolve.live import LiveWriter
+from meta_agent.harness_runner import StepSeen
+from meta_agent.journal import NoiseMeasured, StageDone, Trained
+from meta_agent.progress import progress_bar, step_text
+from meta_agent.report.lineage_page import write_run_page
 from meta_agent.report.summary import RunSummary, render_markdown
+from meta_agent.runinfo import RUN_FILE, default_run_dir
+
+
+def planned_steps(cfg: EvolveConfig) -> int:
+    """GRPO steps a whole run trains (every generation's main run, backtests, noise reruns, static arm)."""
+    steps = cfg.steps
+    total = cfg.generations * steps * (1 + cfg.candidates) + cfg.noise_reruns * steps
+    if cfg.control == "static":
+        total += max(0, cfg.generations - 1) * steps
+    if cfg.confirm_steps:  # at most: the control and the top candidates train this much longer
+        total += cfg.generations * (1 + cfg.confirm_top) * cfg.confirm_steps
+    return total
+
+
+def steps_done(log: EventLog, cfg: EvolveConfig) -> int:
+    """GRPO steps the run's journal shows trained (main, static arm and noise runs, train and confirm rungs)."""
+    runs = len(log.of_type(Trained)) + sum(e.stage == "train" for e in log.of_type(StageDone))
+    noise = sum(len(e.deltas) for e in log.of_type(NoiseMeasured))
+    confirms = sum(e.stage == "confirm" for e in log.of_type(StageDone))
+    return (runs + noise) * cfg.steps + confirms * cfg.confirm_steps
 
 
 class RichReporter:
-    """Progress in training steps (the dominant cost) with the current phase as the description."""
+    """Progress in training steps with the current phase as the description (see the module docstring)."""
 
-    def __init__(self, console: Console, cfg: EvolveConfig) -> None:
-        steps = cfg.steps
-        total = cfg.generations * steps * (1 + cfg.candidates) + cfg.noise_reruns * steps
-        if cfg.control == "static":
-            total += max(0, cfg.generations - 1) * steps
-        self.progress = progress_bar(console)
-        self.task = self.progress.add_task("starting", total=total)
+    def __init__(self, console: Console, cfg: EvolveConfig, command: str = "evolve") -> None:
+        assert cfg.run_dir is not None
+        self.live = console.is_terminal
+        self.progress = progress_bar(console, note=True, enabled=self.live)
+        self.task = self.progress.add_task("starting", total=planned_steps(cfg), note="")
         self.console = console
+        self.answered = 0
+        self.state = LiveWriter(cfg.run_dir, command, planned_steps(cfg))
+        self.run_dir = cfg.run_dir
+        self.page_written = 0.0
+
+    def refresh_page(self, every_s: float = 5.0) -> None:
+        """Rewrite RUN/lineage.html with the phase running now (at most every `every_s`; a page that cannot
+        be written yet, before the run's journal exists, is simply skipped)."""
+        if time.monotonic() - self.page_written >= every_s:
+            self.page_written = time.monotonic()
+            write_run_page(self.run_dir, lambda _problem: None)
+
+    def resumed_at(self, done: int) -> None:
+        """Count what earlier processes of this run trained (so a resumed run's eta and status are right)."""
+        self.progress.update(self.task, completed=done)
+        self.state.update(steps_done=done)
+
+    def _eta(self) -> str:
+        left = self.progress.tasks[0].time_remaining
+        return "" if left is None else f" · run eta {_duration(left)}"
 
     def phase(self, text: str) -> None:
-        self.progress.update(self.task, description=text)
-        self.progress.log(text)
+        self.answered = 0
+        self.progress.update(self.task, description=text, note="")
+        if self.live:
+            self.progress.log(text)
+        else:
+            self.console.print(f"[{time.strftime('%H:%M:%S')}] {text}", highlight=False, soft_wrap=True)
+        self.state.update(phase=text)
+        self.refresh_page()
 
-    def training_step(self) -> None:
-        self.progress.advance(self.task)
+    def training_step(self, seen: StepSeen | None = None) -> None:
+        self.progress.advance(self.task, seen.new if seen else 1)
+        if seen is None:
+            return
+        text = step_text(seen)
+        self.progress.update(self.task, note=text)
+        if not self.live:
+            self.console.print(f"  {text}{self._eta()}", highlight=False, soft_wrap=True)
+        task = self.progress.tasks[0]
+        self.state.update(detail=text, steps_done=int(task.completed), eta_seconds=task.time_remaining)
+
+    def tasks_answered(self, n: int) -> None:
+        self.answered += n
+        text = f"{self.answered} tasks answered"
+        self.progress.update(self.task, note=text)
+        if not self.live:
+            self.console.print(f"  {text}", highlight=False, soft_wrap=True)
+        self.state.update(detail=text)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min" if seconds >= 3600 else \
+        f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def way_back_in(run_dir: Path) -> str:
+    """What a user types to continue this run (or why there is nothing to continue)."""
+    if (run_dir / RUN_FILE).is_file():
+        return f"Everything finished so far is kept; continue with: meta-agent resume {run_dir}"
+    return "The run had not started; nothing was kept. Run the same command again."
+
+
+@dataclass
+class Interrupts:
+    presses: int = 0
+
+    def reason(self) -> str | None:
+        """A budget check: stops the run at its next step should the KeyboardInterrupt itself have been lost
+        (raised inside code that had to catch everything, such as one candidate's isolation)."""
+        return "interrupted by Ctrl-C" if self.presses else None
+
+
+@contextmanager
+def interrupts(run_dir: Path) -> Iterator[Interrupts]:
+    """Ctrl-C: the first stops the run after its sandboxes and workers are cleaned up, and says how to
+    continue; a second one while that happens stops the process at once (what is journaled is kept either
+    way, as after a kill). Only the main thread can take signals: elsewhere, nothing changes. The handler
+    writes with os.write: a print from a signal handler can land inside another print and raise."""
+    state = Interrupts()
+
+    def say(text: str) -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, f"\n{text} {way_back_in(run_dir)}\n".encode())
+
+    def handler(_signum: int, _frame: object) -> None:
+        state.presses += 1
+        if state.presses == 1:
+            say("interrupted: stopping (Ctrl-C again stops at once).")
+            raise KeyboardInterrupt
+        say("stopped at once.")
+        os._exit(130)
+
+    try:
+        old = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        yield state
+        return
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def learn_from_run(cfg: EvolveConfig, policy: Path, real_s: float) -> None:
+    """Tell later estimates how far this finished run's working time was from the plan's estimate."""
+    key = rates_key(cfg, policy)
+    rates = cached_rates(key)
+    if rates is not None:
+        record_outcome(key, estimate_seconds(plan_of(cfg, eval_batch_of(cfg)), rates), real_s)
 
 
 def run_evolve(cfg: EvolveConfig, console: Console, resume: bool = False) -> Path:
-    reporter = RichReporter(console, cfg)
-    with reporter.progress:
-        ctx = prepare(cfg, reporter, resume=resume)
-        for repair in ctx.repairs:
-            console.print(f"[yellow]repaired:[/] {repair}")
-        console.print(f"[bold]run[/] {ctx.run_dir}  [bold]harness[/] {ctx.repo.working_dir}  "
-                      f"[bold]sandbox[/] {ctx.sandbox.name}  [bold]proposer[/] {ctx.proposer.name}")
-        try:
+    run_dir = (cfg.run_dir or default_run_dir("evolve", cfg.domain)).resolve()
+    cfg = cfg.model_copy(update={"run_dir": run_dir})
+    reporter = RichReporter(console, cfg, "resume" if resume else "evolve")
+    try:
+        with interrupts(run_dir) as pressed, reporter.progress:
+            ctx = prepare(cfg, reporter, resume=resume)
+            ctx.budget.extra_checks.append(pressed.reason)
+            reporter.resumed_at(steps_done(ctx.log, cfg))
+            for repair in ctx.repairs:
+                console.print(f"[yellow]repaired:[/] {repair}")
+            console.print(f"[bold]run[/] {ctx.run_dir}  [bold]harness[/] {ctx.repo.working_dir}  "
+                          f"[bold]sandbox[/] {ctx.sandbox.name}  [bold]proposer[/] {ctx.proposer.name}")
+            if not resume:
+                estimate(cfg, ctx.root_policy, console, measure=False)
             summary = run(ctx)
-        except BudgetExhausted as e:
-            console.print(f"[yellow]stopped: {e}.[/] Everything finished so far is kept; continue with "
-                          f"[bold]meta-agent resume {ctx.run_dir}[/] (optionally with a new --budget-minutes).")
-            raise SystemExit(3) from None
-    print_summary(console, summary, ctx.run_dir)
+    except KeyboardInterrupt:
+        reporter.state.update(ended="interrupted (Ctrl-C)")
+        reporter.refresh_page(every_s=0)
+        console.print(f"[yellow]interrupted.[/] {way_back_in(run_dir)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+    except BudgetExhausted as e:
+        if "interrupted by Ctrl-C" in str(e):
+            reporter.state.update(ended="interrupted (Ctrl-C)")
+            console.print(f"[yellow]interrupted.[/] {way_back_in(run_dir)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(130) from None
+        reporter.state.update(ended=f"stopped: {e}")
+        reporter.refresh_page(every_s=0)
+        console.print(f"[yellow]stopped: {e}.[/] Everything finished so far is kept; continue with "
+                      f"[bold]meta-agent resume {run_dir}[/] (optionally with a new --budget-minutes).", soft_wrap=True)
+        raise SystemExit(3) from None
+    except BaseException as e:
+        reporter.state.update(ended=f"failed: {type(e).__name__}")
+        raise
+    reporter.state.update(ended=f"finished {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    learn_from_run(cfg, ctx.root_policy, run_seconds(ctx.log))
+    print_summary(console, summary, run_dir)
     if cfg.tracker != "none":
         from meta_agent.tracking.export import viewer_hint
 
-        console.print(viewer_hint(ctx.run_dir, cfg.tracker))
-    return ctx.run_dir
+        console.print(viewer_hint(run_dir, cfg.tracker))
+    return run_dir
 
 
 def print_summary(console: Console, summary: RunSummary, run_dir: Path) -> None:

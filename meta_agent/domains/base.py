@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -106,3 +107,12 @@ def empty_shard(domain: str, split: Split, policy: Path) -> EvalResult:
     """The evaluation of a shard with no tasks (more shards than batches): nothing loaded, nothing run."""
     return EvalResult(domain=domain, split=split, policy=str(policy), score=Interval(mean=0.0, low=0.0, high=0.0, n=0),
                       results=[], wall_time=0.0)
+
+
+def evaluate_showing_progress(domain: Domain, policy: Path, split: Split, on_progress: Callable[[int], None] | None,
+                              **kwargs: Any) -> EvalResult:
+    """`domain.evaluate`, telling `on_progress` how many tasks each batch answered, where the domain can
+    (a plugin domain written before progress was shown still evaluates, without it)."""
+    if on_progress is not None and "on_progress" in inspect.signature(domain.evaluate).parameters:
+        kwargs["on_progress"] = on_progress
+    return domain.evaluate(policy, split, **kwargs)

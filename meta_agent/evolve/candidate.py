@@ -252,7 +252,7 @@ class CandidateRun:
         if self.defer_train:
             raise TrainPending(job)
         env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo,
-                     on_step=lambda _n: ctx.reporter.training_step())
+                     on_step=ctx.reporter.training_step, on_eval=ctx.reporter.tasks_answered)
         return run_train_job(job, env)
 
 

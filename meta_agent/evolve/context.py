@@ -22,6 +22,7 @@ from meta_agent.eventlog import EventLog
 from meta_agent.execution.base import Executor
 from meta_agent.execution.local import LocalExecutor
 from meta_agent.execution.settings import ExecutorSettings
+from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import CommitTime, Event
 from meta_agent.skills.store import SkillSet
 from sandboxes import Sandbox
@@ -36,7 +37,11 @@ class Reporter(Protocol):
 
     def phase(self, text: str) -> None: ...
 
-    def training_step(self) -> None: ...
+    def training_step(self, seen: StepSeen | None = None) -> None:
+        """One training run's progress (None: a step that finished elsewhere, seen only as a count)."""
+
+    def tasks_answered(self, n: int) -> None:
+        """An evaluation in this process answered `n` more tasks."""
 
 
 @dataclass
@@ -98,4 +103,4 @@ class RunContext:
         return dict(domain=self.domain, sandbox=self.sandbox, limits=sb.limits(), policy=policy,
                     root_policy=self.root_policy, steps=self.cfg.steps, seed=seed, tasks_file=self.tasks_file,
                     history=history, train_timeout=sb.train_timeout_s, tracker=self.cfg.tracker,
-                    on_step=lambda _n: self.reporter.training_step())
+                    on_step=self.reporter.training_step)

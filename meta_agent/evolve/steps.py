@@ -22,7 +22,8 @@ def run_jobs(ctx: RunContext, jobs: list[Job]) -> Iterator[tuple[Job, BaseModel]
     if not jobs:
         return
     env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo,
-                 on_step=lambda _n: ctx.reporter.training_step())
+                 on_step=ctx.reporter.training_step,
+                 on_eval=ctx.reporter.tasks_answered)
     for job, result in ctx.executor.run(jobs, env):
         if not ctx.executor.in_driver:  # a worker's steps are not seen one by one: count them as it ends
             for _ in range(job_steps(job)):

@@ -29,9 +29,10 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from meta_agent.backtest.train_stage import Control, invalid_share, run_train_stage
 from meta_agent.domains import Domain, EvalResult, domain_for
-from meta_agent.domains.base import Shard, Split
+from meta_agent.domains.base import Shard, Split, evaluate_showing_progress
 from meta_agent.errors import UserError, failure_text
 from meta_agent.fsutil import atomic_write_text, fresh_dir
+from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import Evaluated, Trained
 from meta_agent.report.render import write_report
 from meta_agent.training import load_trained, train_commit
@@ -50,7 +51,9 @@ class JobEnv:
     domain: Domain
     sandbox: Sandbox
     repo: git.Repo
-    on_step: Callable[[int], None] | None = None
+    on_step: Callable[[StepSeen], None] | None = None
+    on_eval: Callable[[int], None] | None = None
+    """Called with the number of tasks an evaluation run in this process has just answered."""
 
 
 class Job(BaseModel):
@@ -97,7 +100,7 @@ class Job(BaseModel):
         return dict(sandbox=env.sandbox, limits=sb.limits(), policy=policy, root_policy=Path(self.root_policy),
                     steps=steps, seed=seed, tasks_file=Path(self.tasks_file), history=history,
                     train_timeout=sb.train_timeout_s, tracker=self.settings().tracker,
-                    on_step=env.on_step or (lambda _n: None))
+                    on_step=env.on_step)
 
 
 class TrainJob(Job):
@@ -207,8 +210,8 @@ class RunJob(Job):
             assert self.eval_out is not None
             # `shard` only when sharding: a plugin domain written before shards need not take it
             sharded: dict[str, Any] = {} if self.shard is None else {"shard": self.shard}
-            result = env.domain.evaluate(policy, self.eval_split, limit=self.eval_limit, root=Path(self.root_policy),
-                                         **sharded)
+            result = evaluate_showing_progress(env.domain, policy, self.eval_split, env.on_eval,
+                                               limit=self.eval_limit, root=Path(self.root_policy), **sharded)
             atomic_write_text(Path(self.eval_out), result.model_dump_json(indent=2))
             evaluated = Evaluated(score=result.score.mean, eval_seconds=result.wall_time)
         return RunResult(trained=trained, evaluated=evaluated)
@@ -272,7 +275,7 @@ def _train(job: TrainJob, env: JobEnv) -> StageResult:
         repo=env.repo, commit=job.commit, main_commit=job.main_commit, domain=env.domain, control=control,
         guard_labels=job.guard_labels, level=job.level, train_kwargs=train_kwargs, out_dir=out,
         work_dir=Path(job.cand_dir) / f"work-{job.rung}", eval_limit=job.eval_limit, root_policy=root_policy,
-        seed=job.seed if job.ci_seed is None else job.ci_seed)
+        seed=job.seed if job.ci_seed is None else job.ci_seed, on_eval=env.on_eval)
     if trained is not None:  # the lineage page links each backtest's report beside main's
         write_report(trained.report, out)
     if result is not None:

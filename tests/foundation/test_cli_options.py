@@ -50,3 +50,25 @@ def test_track_on_a_directory_without_a_run_says_so_in_one_line(tmp_path: Path) 
     res = runner.invoke(app, ["track", str(tmp_path), "--tracker", "mlflow"])
     assert res.exit_code == 1 and "holds no evolve run" in flat(res.output), res.output
     assert "Traceback" not in res.output and "File " not in res.output
+
+
+def test_commands_are_listed_in_the_order_a_user_meets_them() -> None:
+    out = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    order = ["init", "rollout", "evolve", "resume", "status", "history", "show", "lineage", "prune", "eval"]
+    at = [out.index(f"│ {name} ") for name in order]
+    assert at == sorted(at), out
+
+
+def test_long_help_is_wrapped_by_the_terminal_not_by_the_source() -> None:
+    out = runner.invoke(app, ["evolve", "--help"], env={"COLUMNS": "300"}).output
+    assert "(in a sandbox), writes a rollout report, has the proposer turn its failure modes" in out, out
+    out = runner.invoke(app, ["resume", "--help"], env={"COLUMNS": "300"}).output
+    assert "(they may be what stopped it); give new ones here. --executor" in out, out
+
+
+def test_evolve_options_are_grouped_under_headings() -> None:
+    out = runner.invoke(app, ["evolve", "--help"], env={"COLUMNS": "200"}).output
+    headings = ["What trains", "The search", "The proposer and its LLM", "Budgets", "Where it runs"]
+    at = [out.index(f"─ {h}") for h in headings]
+    assert at == sorted(at), out
+    assert out.index("--budget-minutes") > out.index("─ Budgets") > out.index("--coder-model"), out
