@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 
 from meta_agent.commands.estimate import estimate
 from meta_agent.config import EvolveConfig
@@ -93,12 +94,14 @@ class RichReporter:
         return "" if left is None else f" · run eta {_duration(left)}"
 
     def phase(self, text: str) -> None:
+        """`text` may carry a proposer's words (a candidate's title): shown as text, never as Rich markup,
+        where a stray `[/]` would raise and stop the run."""
         self.answered = 0
-        self.progress.update(self.task, description=text, note="")
+        self.progress.update(self.task, description=escape(text), note="")
         if self.live:
-            self.progress.log(text)
+            self.progress.log(escape(text))
         else:
-            self.console.print(f"[{time.strftime('%H:%M:%S')}] {text}", highlight=False, soft_wrap=True)
+            self.console.print(f"\\[{time.strftime('%H:%M:%S')}] {escape(text)}", highlight=False, soft_wrap=True)
         self.state.update(phase=text)
         self.refresh_page()
 

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from meta_agent.eventlog import EventLog, require_run
 from meta_agent.evolve.active_time import run_seconds
@@ -55,8 +56,8 @@ def state_line(run_dir: Path, live: LiveState | None, done: bool) -> str:
     if is_alive(live):
         return f"[green]running[/] (pid {live.pid}, `{live.command}`, started {_ago(live.started)} ago)"
     if live.ended is None and live.host != _host():
-        return f"[yellow]unknown[/]: it ran on host {live.host}, whose processes this machine cannot see"
-    why = live.ended or f"killed or crashed; last sign of life {_ago(live.updated)} ago"
+        return f"[yellow]unknown[/]: it ran on host {escape(live.host)}, whose processes this machine cannot see"
+    why = escape(live.ended or f"killed or crashed; last sign of life {_ago(live.updated)} ago")
     return f"[yellow]not running[/] ({why}); {back}"
 
 
@@ -82,7 +83,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="an evolve run directory
         console.print(f"[bold]where[/] generation {gen} of {at.generations} ({at.generation} done); this "
                       f"generation: {at.created} candidates created, {at.decided} decided, {at.promoted} promoted")
         if live is not None and live.phase:
-            now = f"{live.phase}" + (f" · {live.detail}" if live.detail else "")
+            now = escape(live.phase + (f" · {live.detail}" if live.detail else ""))
             console.print(f"[bold]{'now' if is_alive(live) else 'last'}[/] {now} (for {_ago(live.phase_since)})")
             if live.steps_total:
                 eta = "" if live.eta_seconds is None or not is_alive(live) else \

@@ -119,3 +119,23 @@ def test_training_progress_is_read_from_the_partial_metrics_and_cannot_run_past_
     assert sum(s.new for s in seen) == 4
     watcher.report(4, 0.5)  # the validated metrics at the end: nothing new
     assert sum(s.new for s in seen) == 4
+
+
+HOSTILE_TITLE = "gen 0: candidate 1 (Fix [/] the [bold]reward[/bold] [link=x]): implementing"
+
+
+def test_a_proposers_title_is_shown_as_text_never_as_markup(tmp_path: Path) -> None:
+    """A title with a stray `[/]` used to raise Rich's MarkupError inside the progress display and stop the run."""
+    import io
+
+    from rich.console import Console
+
+    from meta_agent.commands.evolve import RichReporter
+    from meta_agent.config import EvolveConfig
+
+    out = io.StringIO()
+    run = _run(tmp_path)
+    cfg = EvolveConfig.model_validate({"domain": "math", "run_dir": str(run)})
+    RichReporter(Console(file=out, width=300), cfg).phase(HOSTILE_TITLE)
+    assert HOSTILE_TITLE in out.getvalue()
+    assert HOSTILE_TITLE in _status(run)
