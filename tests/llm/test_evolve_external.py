@@ -36,7 +36,7 @@ def test_a_claude_code_candidate_is_backtested_and_merged(tmp_path: Path, replay
 
     repo = git.Repo(run_dir / "harness")
     [merged] = journal(run_dir, EVENT_TYPES["merged"])
-    assert trailers(repo, merged["merge_commit"])["Backtest"] == "implement=pass static=pass replay=pass"
+    assert trailers(repo, merged["merge_commit"])["Backtest"] == "implement=pass static=pass replay=pass train=pass"
     created = {c["k"]: c for c in journal(run_dir, EVENT_TYPES["candidate_created"])}
     assert "(claude-code coder)" in repo.commit(created[0]["commit"]).message
     assert "exactly one distinct" not in repo.git.show("main:harness/math/rewards.py"), "its own code, not ours"

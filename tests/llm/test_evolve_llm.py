@@ -64,7 +64,7 @@ def test_the_llm_proposer_produces_a_merged_winner_with_the_trailers(llm_run: Pa
     assert "LLM coder, 11 tool calls" in repo.commit(winner["commit"]).message
     [merged] = _data(llm_run, "merged")
     mt = trailers(repo, merged["merge_commit"])
-    assert mt["Backtest"] == "implement=pass static=pass replay=pass"
+    assert mt["Backtest"] == "implement=pass static=pass replay=pass train=pass"
     assert mt["Verdict"].startswith("promoted (validity)")
     assert merged["merge_commit"] == repo.commit("main").hexsha
     assert "exactly one distinct 'Answer: N' value" in repo.git.show("main:harness/math/rewards.py")
@@ -98,7 +98,9 @@ def test_transcripts_and_usage_account_for_every_call(llm_run: Path) -> None:
     assert {a: u.calls for a, u in usage.by_agent.items()} == {"diagnostician": 2, "coder": 13, "skill writer": 1}
     assert usage.by_scope["g0"].calls == usage.total.calls == 16
     summary = json.loads((llm_run / "summary.json").read_text())
-    assert [c["verdict"] for c in summary["candidates"]] == ["promoted", "rejected"]
+    # (listed as decided: the winner's own training now comes after the other's rejection at implement)
+    assert {c["cand_id"]: c["verdict"] for c in summary["candidates"]} == {"e2e/0-0": "promoted",
+                                                                           "e2e/0-1": "rejected"}
 
 
 def test_a_budget_that_runs_out_mid_generation_stops_cleanly_and_resumes(

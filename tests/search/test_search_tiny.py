@@ -145,7 +145,8 @@ def test_an_unproven_candidate_is_judged_again_on_a_longer_run(run: Path) -> Non
         assert metrics["control_score"] == pytest.approx(control["score"]["mean"]), "compared with the longer control"
         assert confirmed["delta"] == pytest.approx(metrics["delta"]) and confirmed["ci"] == metrics["ci"], \
             "the verdict is the gate's decision on the longer run"
-        assert metrics["ci_level"] == pytest.approx(1 - 0.05 / 3), "Bonferroni over K=2 candidates + 1 confirmation"
+        assert metrics["ci_level"] == pytest.approx(1 - 0.05 / (2 * 3)), \
+            "Bonferroni over the whole run: 2 generations x (K=2 candidates + 1 confirmation)"
         assert "confirmation rung" in str(confirmed["reason"])
         done = next(d for d in journal(run, GenerationDone) if d["gen"] == g)
         assert "confirm" not in str(done["next_policy"]), "the next generation starts from a run of `steps`"
