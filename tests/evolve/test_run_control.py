@@ -74,7 +74,9 @@ def test_ctrl_c_says_how_to_continue_and_resume_finishes_the_run(tmp_path: Path)
     run, log = tmp_path / "run", tmp_path / "evolve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "meta_agent", "evolve", "--config",
-                                 str(tiny_config(run, generations=1))], stdout=out, stderr=subprocess.STDOUT,
+                                 str(tiny_config(run, generations=1, candidates=1, noise_reruns=0, control="none",
+                                                 test_limit=2))],
+                                stdout=out, stderr=subprocess.STDOUT,
                                 env=data_env(tmp_path / "data"))
         try:
             said = _wait_for(log, "step 1/1 · reward", proc)
