@@ -2,10 +2,12 @@
 
     python bench/efficacy.py --preset cpu [--seeds 3] [--out runs/efficacy-cpu]
     python bench/efficacy.py --preset tiny --seeds 1          # the machinery on the tiny policy, minutes
-    # an ablation, paired task by task with an earlier benchmark (the same seed's sealed splits):
+    # an ablation, paired task by task with an earlier benchmark of yours (the same seed's sealed splits;
+    # secrets stay in your local results folder, never in git: the committed tables' splits were
+    # published by mistake and are spent, so new measurements draw fresh ones):
     python bench/efficacy.py --preset cpu --seed 2 --archive-parents 0 \
-        --splits-from bench/results/efficacy-cpu-archive --out runs/efficacy-cpu-no-archive
-    python bench/efficacy.py --compare archive=bench/results/efficacy-cpu-archive mine=runs/efficacy-cpu-no-archive
+        --splits-from runs/efficacy-cpu --out runs/efficacy-cpu-no-archive
+    python bench/efficacy.py --compare mine=runs/efficacy-cpu ablation=runs/efficacy-cpu-no-archive
 
 Per seed, from the same initial policy and starting harness (math):
   evolved       `meta-agent evolve` (skills proposer), the policy trained under the evolving main
