@@ -45,14 +45,8 @@ from meta_agent.runinfo import RUN_FILE, default_run_dir
 
 
 def planned_steps(cfg: EvolveConfig) -> int:
-    """GRPO steps a whole run trains (every generation's main run, backtests, noise reruns, static arm)."""
-    steps = cfg.steps
-    total = cfg.generations * steps * (1 + cfg.candidates) + cfg.noise_reruns * steps
-    if cfg.control == "static":
-        total += max(0, cfg.generations - 1) * steps
-    if cfg.confirm_steps:  # at most: the control and the top candidates train this much longer
-        total += cfg.generations * (1 + cfg.confirm_top) * cfg.confirm_steps
-    return total
+    """GRPO steps a whole run trains at most: the plan `--dry-run` prints."""
+    return plan_of(cfg, eval_batch_of(cfg)).grpo_steps
 
 
 def steps_done(log: EventLog, cfg: EvolveConfig) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,16 +56,10 @@ def state_line(run_dir: Path, live: LiveState | None, done: bool) -> str:
         return f"[yellow]not running[/] (no live.json: it ran with an older version, or never started); {back}"
     if is_alive(live):
         return f"[green]running[/] (pid {live.pid}, `{live.command}`, started {_ago(live.started)} ago)"
-    if live.ended is None and live.host != _host():
+    if live.ended is None and live.host != socket.gethostname():
         return f"[yellow]unknown[/]: it ran on host {escape(live.host)}, whose processes this machine cannot see"
     why = escape(live.ended or f"killed or crashed; last sign of life {_ago(live.updated)} ago")
     return f"[yellow]not running[/] ({why}); {back}"
-
-
-def _host() -> str:
-    import socket
-
-    return socket.gethostname()
 
 
 def status(run_dir: Annotated[Path, typer.Argument(help="an evolve run directory")]) -> None:
