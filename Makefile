@@ -49,15 +49,19 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The whole suite, as CI runs it (the docker tests start a private dockerd of their own). The 15 slowest
-# tests are listed at the end: the suite must stay well under 30 minutes on a 2-core machine.
+# The whole suite, as CI runs it (the docker tests start a private dockerd of their own), in TEST_WORKERS
+# processes (pytest-xdist; tests/conftest.py keeps a module on one worker and the docker and Ray tests on one).
+# Most of a test's time is one-core Python (imports, git, sandbox start-up, a tiny model's steps), so two
+# workers on two cores overlap well. The 15 slowest tests are listed at the end: the suite must stay well
+# under 30 minutes on a 2-core machine. TEST_WORKERS=0 runs it in this process, one test at a time.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/pytest -q -rs --durations=15
+	$(BIN)/pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadgroup
 
 # The inner loop: everything but the tests marked slow (training runs, whole evolve loops) and the
 # docker ones (an engine, and an image built once); `make test` runs them all.
 test-fast: setup
-	$(BIN)/pytest -q -m "not slow and not docker"
+	$(BIN)/pytest -q -m "not slow and not docker" -n $(TEST_WORKERS) --dist loadgroup
 
 # The speed benchmarks (minutes each; bench/_*.py are their helpers, not benchmarks) and swe_tiers, which
 # needs the default SWE task set (built once, as for the demo). The efficacy benchmark runs for hours:
