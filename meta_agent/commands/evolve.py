@@ -35,6 +35,7 @@ from meta_agent.evolve.estimate import (
     rates_key,
     record_outcome,
 )
+from meta_agent.evolve.eta import Etas
 from meta_agent.evolve.live import LiveWriter
 from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import NoiseMeasured, StageDone, Trained
@@ -67,6 +68,8 @@ class RichReporter:
         self.task = self.progress.add_task("starting", total=planned_steps(cfg), note="")
         self.console = console
         self.answered = 0
+        one_generation = cfg.model_copy(update={"generations": 1})
+        self.etas = Etas(total=planned_steps(cfg), per_generation=planned_steps(one_generation))
         self.state = LiveWriter(cfg.run_dir, command, planned_steps(cfg))
         self.run_dir = cfg.run_dir
         self.page_written = 0.0
@@ -81,16 +84,14 @@ class RichReporter:
     def resumed_at(self, done: int) -> None:
         """Count what earlier processes of this run trained (so a resumed run's eta and status are right)."""
         self.progress.update(self.task, completed=done)
+        self.etas.resumed_at(done)
         self.state.update(steps_done=done)
-
-    def _eta(self) -> str:
-        left = self.progress.tasks[0].time_remaining
-        return "" if left is None else f" · run eta {_duration(left)}"
 
     def phase(self, text: str) -> None:
         """`text` may carry a proposer's words (a candidate's title): shown as text, never as Rich markup,
         where a stray `[/]` would raise and stop the run."""
         self.answered = 0
+        self.etas.phase(text)
         self.progress.update(self.task, description=escape(text), note="")
         if self.live:
             self.progress.log(escape(text))
@@ -100,15 +101,17 @@ class RichReporter:
         self.refresh_page()
 
     def training_step(self, seen: StepSeen | None = None) -> None:
-        self.progress.advance(self.task, seen.new if seen else 1)
+        steps = seen.new if seen else 1
+        self.progress.advance(self.task, steps)
+        self.etas.advance(steps)
         if seen is None:
             return
         text = step_text(seen)
-        self.progress.update(self.task, note=text)
+        self.progress.update(self.task, note=text + self.etas.text())
         if not self.live:
-            self.console.print(f"  {text}{self._eta()}", highlight=False, soft_wrap=True)
-        task = self.progress.tasks[0]
-        self.state.update(detail=text, steps_done=int(task.completed), eta_seconds=task.time_remaining)
+            self.console.print(f"  {text}{self.etas.text()}", highlight=False, soft_wrap=True)
+        self.state.update(detail=text, steps_done=self.etas.done, eta_seconds=self.etas.run_left(),
+                          generation_eta_seconds=self.etas.generation_left())
 
     def tasks_answered(self, n: int) -> None:
         self.answered += n
@@ -117,12 +120,6 @@ class RichReporter:
         if not self.live:
             self.console.print(f"  {text}", highlight=False, soft_wrap=True)
         self.state.update(detail=text)
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min" if seconds >= 3600 else \
-        f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def way_back_in(run_dir: Path) -> str:

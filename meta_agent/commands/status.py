@@ -83,6 +83,8 @@ def status(run_dir: Annotated[Path, typer.Argument(help="an evolve run directory
             if live.steps_total:
                 eta = "" if live.eta_seconds is None or not is_alive(live) else \
                     f", about {_ago(time.time() - live.eta_seconds)} to go"
+                if live.generation_eta_seconds is not None and is_alive(live):
+                    eta += f" (this generation: about {_ago(time.time() - live.generation_eta_seconds)})"
                 console.print(f"[bold]steps[/] {live.steps_done} of about {live.steps_total} GRPO steps{eta}")
     trainings = len(log.of_type(Trained)) + sum(e.stage in ("train", "confirm") for e in log.of_type(StageDone))
     spent = f"{_ago(time.time() - run_seconds(log))} of work, {trainings} training runs"

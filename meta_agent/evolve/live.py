@@ -35,6 +35,8 @@ class LiveState(BaseModel):
     steps_done: int = 0
     steps_total: int = 0
     eta_seconds: float | None = None
+    """The run's time to go when it was written (evolve/eta.py); generation_eta_seconds: its generation's."""
+    generation_eta_seconds: float | None = None
     ended: str | None = None
     """Why the process stopped when it stopped cleanly (finished, interrupted, out of budget)."""
 

@@ -74,6 +74,7 @@ class RunningNow(BaseModel):
     steps_done: int
     steps_total: int
     eta_minutes: int | None
+    generation_eta_minutes: int | None
     ended: str | None
     run_dir: str
 
@@ -89,9 +90,10 @@ def running_now(run_dir: Path) -> RunningNow | None:
     alive = is_alive(live)
     since = live.phase_since if alive else live.updated
     eta = round(live.eta_seconds / 60) if alive and live.eta_seconds is not None else None
+    gen_eta = round(live.generation_eta_seconds / 60) if alive and live.generation_eta_seconds is not None else None
     return RunningNow(alive=alive, phase=live.phase, detail=live.detail, minutes=int((time.time() - since) // 60),
-                      steps_done=live.steps_done, steps_total=live.steps_total, eta_minutes=eta, ended=live.ended,
-                      run_dir=str(run_dir))
+                      steps_done=live.steps_done, steps_total=live.steps_total, eta_minutes=eta,
+                      generation_eta_minutes=gen_eta, ended=live.ended, run_dir=str(run_dir))
 
 
 class LineageView(BaseModel):

@@ -58,7 +58,8 @@ def test_a_running_run_is_watched_live_in_chromium(tmp_path: Path) -> None:
     import sys
 
     run_dir = lineage_run(tmp_path)
-    _live(run_dir, "gen 1: candidate 2: replaying rollouts and probes", steps_done=5)  # this process: alive
+    _live(run_dir, "gen 1: candidate 2: replaying rollouts and probes", steps_done=5,  # this process: alive
+          eta_seconds=1800, generation_eta_seconds=600)
     server = subprocess.Popen([sys.executable, "-m", "meta_agent", "watch", str(run_dir), "--port", "0"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -68,7 +69,8 @@ def test_a_running_run_is_watched_live_in_chromium(tmp_path: Path) -> None:
         dom, _log = _load_url(url.group(), tmp_path / "profile")
         now = re.search(r'<div id="now" class="now alive">(.*?)</div>', dom, re.S)
         assert now and "Running now" in now.group(1) and "candidate 2: replaying rollouts" in now.group(1), dom[:3000]
-        assert "5 of about 16 GRPO steps" in " ".join(now.group(1).split())
+        assert "5 of about 16 GRPO steps, about 30 min to go (this generation: about 10 min)" in \
+            " ".join(now.group(1).split())
         assert 'http-equiv="refresh"' in dom
         _live(run_dir, "gen 1: 1 training backtest(s) of 4 steps + selection eval (local)", detail="step 2/4")
         dom, _log = _load_url(url.group(), tmp_path / "profile")
