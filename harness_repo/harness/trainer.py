@@ -66,6 +66,20 @@ class HarnessScorer:
         return [s.reward for s in self.pending]
 
 
+def weight_advantages(out: dict[str, Any], weights: list[float]) -> torch.Tensor:
+    """Scale TRL's advantages by the filters' per-rollout weights and leave weight-0 rollouts out of the loss.
+    The weights are made where TRL's tensors are: on a GPU run that is the GPU, and a CPU tensor there
+    stopped the first step ("Expected all tensors to be on the same device")."""
+    adv = out["advantages"]
+    w = torch.tensor(weights, dtype=adv.dtype, device=adv.device)
+    out["advantages"] = adv * w
+    keep = (w > 0).to(out["completion_mask"].dtype).unsqueeze(1)
+    out["completion_mask"] = out["completion_mask"] * keep
+    loss_mask = out["completion_mask"] * out.get("tool_mask", 1)
+    out["num_items_in_batch"] = loss_mask.sum()
+    return w
+
+
 class HarnessGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, scorer: HarnessScorer, rollouts_out: JsonlAppender, **kw: Any) -> None:
         super().__init__(*args, reward_funcs=[scorer], **kw)
@@ -77,12 +91,7 @@ class HarnessGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = super()._generate_and_score_completions(inputs)
         scored = self.scorer.pending
-        weights = torch.tensor([s.weight for s in scored], dtype=out["advantages"].dtype)
-        out["advantages"] = out["advantages"] * weights
-        keep = (weights > 0).to(out["completion_mask"].dtype).unsqueeze(1)
-        out["completion_mask"] = out["completion_mask"] * keep
-        loss_mask = out["completion_mask"] * out.get("tool_mask", 1)
-        out["num_items_in_batch"] = loss_mask.sum()
+        weights = weight_advantages(out, [s.weight for s in scored])
         self.kept_frac.append(float((weights > 0).float().mean()))
         prompt_lens = out["prompt_mask"].sum(dim=1).tolist()
         for s, plen in zip(scored, prompt_lens, strict=True):

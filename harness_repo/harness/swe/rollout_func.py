@@ -81,14 +81,22 @@ class ObservationWrapper:
         return list(self.tok(prefix + text + self.suffix, add_special_tokens=False)["input_ids"])
 
 
+def left_padded(seqs: list[list[int]], pad: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and attention mask, left-padded to the longest, on the model's device (generate does not
+    move its inputs: CPU ids beside a GPU model stop the first turn)."""
+    width = max(len(x) for x in seqs)
+    ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs], device=device)
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs], device=device)
+    return ids, mask
+
+
 def _generate(model: Any, tok: Any, batch: list[Episode], cfg: HarnessConfig, s: AgentSettings,
               eos_ids: set[int], bf16: bool) -> list[list[int]]:
     """One sampled turn for every active episode (left-padded batch); each reply cut after its end token."""
     seqs = [e.prompt_ids + e.completion_ids for e in batch]
-    width = max(len(x) for x in seqs)
     pad = tok.pad_token_id
-    ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs])
-    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs])
+    ids, mask = left_padded(seqs, pad, model.device)
+    width = ids.shape[1]
     # Sample in the precision training runs in (TRL's own generation does too): on CPUs with fast bf16
     # matmuls this is where a multi-turn step spends half its time.
     with torch.no_grad(), torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
