@@ -39,6 +39,8 @@ from meta_agent.evolve.eta import Etas
 from meta_agent.evolve.live import LiveWriter
 from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import NoiseMeasured, StageDone, Trained
+from meta_agent.llm.accounting import USAGE_FILE
+from meta_agent.llm.usage_watch import watching_usage
 from meta_agent.progress import progress_bar, step_text
 from meta_agent.report.lineage_page import write_run_page
 from meta_agent.report.summary import RunSummary, render_markdown
@@ -113,6 +115,13 @@ class RichReporter:
         self.state.update(detail=text, steps_done=self.etas.done, eta_seconds=self.etas.run_left(),
                           generation_eta_seconds=self.etas.generation_left())
 
+    def llm_usage(self, text: str) -> None:
+        """The run's LLM sessions booked more calls (llm/usage_watch.py, from a watcher thread)."""
+        self.progress.update(self.task, note=text)
+        if not self.live:
+            self.console.print(f"  {text}", highlight=False, soft_wrap=True)
+        self.state.update(detail=text)
+
     def tasks_answered(self, n: int) -> None:
         self.answered += n
         text = f"{self.answered} tasks answered"
@@ -183,7 +192,8 @@ def run_evolve(cfg: EvolveConfig, console: Console, resume: bool = False) -> Pat
     cfg = cfg.model_copy(update={"run_dir": run_dir})
     reporter = RichReporter(console, cfg, "resume" if resume else "evolve")
     try:
-        with interrupts(run_dir) as pressed, reporter.progress:
+        usage = run_dir / USAGE_FILE
+        with interrupts(run_dir) as pressed, reporter.progress, watching_usage(usage, reporter.llm_usage):
             ctx = prepare(cfg, reporter, resume=resume)
             ctx.budget.extra_checks.append(pressed.reason)
             reporter.resumed_at(steps_done(ctx.log, cfg))

@@ -50,6 +50,7 @@ def llm_run(tmp_path_factory: pytest.TempPathFactory, replay_server: ReplayServe
     res = meta_agent("evolve", "--config", str(llm_config(run_dir, replay_server)), data_dir=run_dir.parent / "data")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert replay_server.errors == []
+    (run_dir.parent / "evolve.out").write_text(res.stdout)
     return run_dir
 
 
@@ -101,6 +102,15 @@ def test_transcripts_and_usage_account_for_every_call(llm_run: Path) -> None:
     # (listed as decided: the winner's own training now comes after the other's rejection at implement)
     assert {c["cand_id"]: c["verdict"] for c in summary["candidates"]} == {"e2e/0-0": "promoted",
                                                                            "e2e/0-1": "rejected"}
+
+
+def test_the_llm_sessions_show_their_calls_and_tokens_as_they_go(llm_run: Path) -> None:
+    """Not on a terminal, each change of the run's LLM usage is one progress line; the last one is the total."""
+    lines = [line.strip() for line in (llm_run.parent / "evolve.out").read_text().splitlines()
+             if line.strip().startswith("LLM ")]
+    total = Ledger(llm_run / "llm-usage.json").state.total
+    assert lines, "no LLM progress line"
+    assert lines[-1].startswith(f"LLM {total.calls} calls") and f"{total.tokens:,} tokens" in lines[-1], lines
 
 
 def test_a_budget_that_runs_out_mid_generation_stops_cleanly_and_resumes(
