@@ -427,6 +427,10 @@ def main() -> None:
     ap.add_argument("--plan", default="harness,bare,bare-forced,harness",
                     help="runs in order: harness | bare | bare-forced (a second harness is the repeat)")
     a = ap.parse_args()
+    if not a.smoke and not torch.cuda.is_available():  # `make bench` on a CPU machine: say so, stop nothing
+        print(f"{Path(__file__).name}: no CUDA GPU here, nothing measured (this benchmark is for a GPU; "
+              "the published numbers are in bench/results/gpu-path/; --smoke runs it tiny on the CPU)")
+        return
     warmup = a.warmup if a.warmup is not None else (1 if a.smoke else 2)
     timed = a.timed if a.timed is not None else (2 if a.smoke else 8)
     steps = warmup + timed
