@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,7 +30,7 @@ def atomic_write_lines(path: Path, lines: Iterable[str], mode: int | None = None
     sandboxes read inputs as an unprivileged uid.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path) + f"{_HOST}.{os.getpid()}.", suffix=".tmp")
     n = 0
     try:
         os.fchmod(fd, mode if mode is not None else 0o666 & ~_umask())
@@ -42,7 +44,48 @@ def atomic_write_lines(path: Path, lines: Iterable[str], mode: int | None = None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    sweep_stale_temps(path)
     return n
+
+
+_HOST = socket.gethostname().replace(".", "_")
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def sweep_stale_temps(path: Path) -> list[Path]:
+    """Remove the temp files that writers of `path` on this host left when they were killed mid-write.
+
+    A temp is named `.NAME.HOST.PID.RANDOM.tmp`: it is stale when its process is gone. One whose process
+    still lives (another thread of this one, say) or that another host wrote (a shared run folder) is left
+    alone, so a sweep never removes a write in progress.
+    """
+    removed: list[Path] = []
+    prefix = _temp_prefix(path)
+    try:
+        names = [n for n in os.listdir(path.parent) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return removed
+    for name in names:
+        parts = name[len(prefix):].split(".")
+        if len(parts) < 4 or parts[0] != _HOST or not parts[1].isdigit() or _alive(int(parts[1])):
+            continue
+        with contextlib.suppress(OSError):
+            (path.parent / name).unlink()
+            removed.append(path.parent / name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
