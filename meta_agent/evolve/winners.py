@@ -62,10 +62,10 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
                                          best)
                 record = VerdictRecorded(**together.model_dump(), title=hypotheses[k].title,
                                          skills=hypotheses[k].skills_used, params=hypotheses[k].params)
-                done = ctx.step(_key(g, f"c{k}", "final"), VerdictRecorded, functools.partial(_same, record))
+                done = ctx.step(_key(g, f"c{k}", "final"), VerdictRecorded,
+                                functools.partial(_noted, ctx, created.commit, record))
                 if made.how == "rebased" and made.branch:
                     branch = made.branch
-                add_note(ctx.repo, created.commit, note_for(done.verdict_only(), ctx.log))
             elif (rebased := ctx.log.done(_key(g, f"c{k}+combined", "made"), Combined)) and rebased.how == "rebased":
                 branch = rebased.branch
             final[k] = done.verdict_only()
@@ -79,6 +79,14 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
         if final[k].kind == "performance" and train is not None and "checkpoint" in train.metrics:
             next_policy = str(train.metrics["checkpoint"])
     return final, next_policy
+
+
+def _noted(ctx: RunContext, commit: str, record: VerdictRecorded) -> VerdictRecorded:
+    """The candidate's note follows its combined verdict before the verdict's journal line is written, as on
+    every other path: a kill between the two used to leave the note on the first verdict for good."""
+    add_note(ctx.repo, commit, note_for(record.verdict_only(), ctx.log))
+    crashpoint("verdict/after-note", ctx.run_dir)
+    return record
 
 
 def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, branch: str, key: str) -> Merged:
@@ -195,5 +203,3 @@ def _candidate(ctx: RunContext, g: int, k: int) -> CandidateCreated | None:
     return with_repairs(ctx.log, created) if created else None
 
 
-def _same(event: VerdictRecorded) -> VerdictRecorded:
-    return event

@@ -24,13 +24,14 @@ def record(skills: SkillSet, name: str, evidence: Evidence, retire_after: int) -
     `evidence.domain` (its last `retire_after` applicable tests there all lost)."""
     skill = skills.get(name)
     meta = skill.meta
-    if any(e.run == evidence.run and e.commit == evidence.commit for e in meta.evidence):
-        return False
-    meta.evidence.append(evidence)
+    same = [e for e in meta.evidence if e.run == evidence.run and e.commit == evidence.commit]
+    if same:  # recorded before a kill, the step not journaled: the same answer as the first time
+        return same[0].retired_it
     domain = evidence.domain
-    recent = [e for e in meta.evidence if e.domain == domain and e.applicable][-retire_after:]
+    recent = [e for e in [*meta.evidence, evidence] if e.domain == domain and e.applicable][-retire_after:]
     retired = (evidence.applicable and meta.active_in(domain) and len(recent) == retire_after
                and not any(e.won for e in recent))
+    meta.evidence.append(evidence.model_copy(update={"retired_it": retired}))
     if retired:
         meta.retired_in.append(domain)
     skills.save(skill)

@@ -59,6 +59,8 @@ class Evidence(BaseModel):
     stage: str = Field("", description="where a rejection happened: static, replay, train, gate")
     date: str
     params: dict[str, Any] = Field(default_factory=dict, description="the parameters this application used")
+    retired_it: bool = Field(False, description="this application's loss retired the skill in its domain "
+                                                "(kept, so that a run redone after a kill journals the same)")
 
     @property
     def won(self) -> bool:

@@ -29,6 +29,17 @@ def test_a_skill_retired_in_math_stays_active_for_code_and_swe(tmp_path: Path) -
     assert someone_else.get("clip-higher").meta.active_in("math")
 
 
+def test_the_same_evidence_recorded_again_after_a_kill_gives_the_same_answer(tmp_path: Path) -> None:
+    """A kill after the skill file was saved and before the step's journal line: the redo records the same
+    evidence again and must report the retirement it caused, not `retired: []`."""
+    skills = layered(tmp_path)
+    first = [record(skills, "clip-higher", outcome(i, "math"), retire_after=3) for i in range(3)]
+    redo = record(layered(tmp_path), "clip-higher", outcome(2, "math"), retire_after=3)
+    assert first[-1] is True and redo is True
+    assert record(layered(tmp_path), "clip-higher", outcome(1, "math"), retire_after=3) is False
+    assert len(layered(tmp_path).get("clip-higher").meta.evidence) == 3, "recorded once"
+
+
 def test_losses_in_different_domains_do_not_add_up(tmp_path: Path) -> None:
     skills = layered(tmp_path)
     for i, domain in enumerate(["math", "code", "swe", "math", "code"]):
