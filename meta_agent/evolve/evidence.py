@@ -65,8 +65,13 @@ def _base(repo: git.Repo, commit: str, cand_id: str) -> str | None:
 
 
 def write_evidence(out: Path, *, generation: int, rollouts: list[RolloutRecord], report_md: str,
-                   repo: git.Repo, main: str) -> Path:
-    """(Re)write the evidence folder `out`; returns it."""
+                   repo: git.Repo, main: str, run_id: str | None = None) -> Path:
+    """(Re)write the evidence folder `out`; returns it.
+
+    With `run_id`, it holds what the run had decided when `generation` started: none of that generation's
+    own candidates, nor a later one's. A generation redone after a kill finds some of its candidates
+    already noted, and its coders would have read their siblings' diffs and verdicts, which an
+    uninterrupted run never shows them."""
     building = out.with_name(out.name + ".new")
     shutil.rmtree(building, ignore_errors=True)
     (building / "rollouts").mkdir(parents=True)
@@ -76,7 +81,8 @@ def write_evidence(out: Path, *, generation: int, rollouts: list[RolloutRecord],
     atomic_write_text(building / "rollouts" / "index.tsv", "\n".join([header, *map(_rollout_line, rollouts)]) + "\n")
     for r in rollouts:
         atomic_write_text(building / "rollouts" / f"{_safe(r.rollout_id)}.json", r.model_dump_json(indent=2))
-    for c in read_candidates(repo)[-MAX_CANDIDATES:]:
+    earlier = [c for c in read_candidates(repo) if not (c.run_id == run_id and c.generation >= generation)]
+    for c in earlier[-MAX_CANDIDATES:]:
         folder = building / "candidates" / _safe(c.cand_id)
         folder.mkdir(parents=True)
         atomic_write_text(folder / "candidate.json", c.model_dump_json(indent=2))

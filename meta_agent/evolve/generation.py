@@ -284,7 +284,7 @@ class Generation:
         try:
             return write_evidence(self.dir / "evidence", generation=self.g, rollouts=control_run.rollouts,
                                   report_md=report.read_text() if report.is_file() else "", repo=self.ctx.repo,
-                                  main=self.main_before)
+                                  main=self.main_before, run_id=self.ctx.run_id)
         except (OSError, ValueError, git.GitCommandError) as e:
             self.ctx.reporter.phase(f"gen {self.g}: no evidence folder this generation ({failure_text(e, 300)})")
             return None
