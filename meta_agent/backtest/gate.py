@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from meta_agent.verdicts import Kind, StageResult, Verdict
+from meta_agent.verdicts import Kind, StageResult, TrainEvidence, Verdict
 
 
 class GateSettings(BaseModel):
@@ -77,8 +77,8 @@ def decide(cand_id: str, declared: Literal["validity", "performance"], stages: l
     if "train" not in by_stage:
         return base.model_copy(update={"reason": f"{measured} change{note} that was not trained: nothing reaches "
                                                  "main untrained"})
-    train = by_stage["train"].metrics
-    base = base.model_copy(update={"delta": float(train["delta"]), "ci": [float(x) for x in train["ci"]]})
+    train = TrainEvidence.model_validate(by_stage["train"].metrics)
+    base = base.model_copy(update={"delta": train.delta, "ci": list(train.ci)})
     guard = _training_guard(train, settings)
     if guard is not None:
         return base.model_copy(update={"reason": f"{measured} change{note}: {guard}"})
@@ -86,8 +86,8 @@ def decide(cand_id: str, declared: Literal["validity", "performance"], stages: l
         replay = by_stage["replay"].metrics
         return base.model_copy(update={"verdict": "promoted", "reason": (
             f"validity change{note}: {replay['kind_reason']}; in its own training it paid "
-            f"{float(train['paid_rejected_share']):.0%} of rollouts the verifier rejects "
-            f"(control {float(train['control_paid_rejected_share']):.0%})")})
+            f"{train.paid_rejected_share:.0%} of rollouts the verifier rejects "
+            f"(control {train.control_paid_rejected_share:.0%})")})
     if measured == "diagnostic":
         labels = by_stage["replay"].metrics.get("new_labels") or []
         weak = [lab["reason"] for lab in labels if not lab["passed"]]
@@ -98,13 +98,11 @@ def decide(cand_id: str, declared: Literal["validity", "performance"], stages: l
     return _performance(base, train, noise_floor, note)
 
 
-def _training_guard(train: dict[str, object], settings: GateSettings) -> str | None:
+def _training_guard(train: TrainEvidence, settings: GateSettings) -> str | None:
     """What every kind of change must not do in its own training, whatever its replay showed."""
-    invalid, control_invalid = float(train["invalid_share"]), float(train["control_invalid_share"])  # type: ignore[arg-type]
-    paid = float(train.get("paid_rejected_share", 0.0))  # type: ignore[arg-type]
-    control_paid = float(train.get("control_paid_rejected_share", 0.0))  # type: ignore[arg-type]
-    reward, control_reward = float(train["train_reward"]), float(train["control_train_reward"])  # type: ignore[arg-type]
-    delta = float(train["delta"])  # type: ignore[arg-type]
+    invalid, control_invalid = train.invalid_share, train.control_invalid_share
+    paid, control_paid = train.paid_rejected_share, train.control_paid_rejected_share
+    reward, control_reward, delta = train.train_reward, train.control_train_reward, train.delta
     if invalid > control_invalid + settings.invalid_margin:
         return (f"rollouts flagged invalid by the trusted diagnostics: {invalid:.0%} vs control "
                 f"{control_invalid:.0%}")
@@ -112,16 +110,16 @@ def _training_guard(train: dict[str, object], settings: GateSettings) -> str | N
         return (f"in its own training its reward paid {paid:.0%} of the rollouts, all rejected by the sealed "
                 f"verifier, vs {control_paid:.0%} under the control's: a reward that pays what the verifier rejects "
                 "once it trains")
-    if reward > control_reward and delta <= 0:
+    if reward is not None and control_reward is not None and reward > control_reward and delta <= 0:
         return (f"training reward rose ({control_reward:.3f} -> {reward:.3f}) but the sealed selection score did "
                 f"not (delta {delta:+.3f})")
     return None
 
 
-def _performance(verdict: Verdict, train: dict[str, object], noise_floor: float, note: str) -> Verdict:
+def _performance(verdict: Verdict, train: TrainEvidence, noise_floor: float, note: str) -> Verdict:
     assert verdict.delta is not None and verdict.ci is not None
     delta, (low, high) = verdict.delta, verdict.ci
-    level = float(train.get("ci_level", 0.95))  # type: ignore[arg-type]
+    level = train.ci_level
     if low <= 0:
         reason = f"paired {level:.1%} CI lower bound {low:+.3f} is not above 0 (delta {delta:+.3f})"
     elif delta <= noise_floor:

@@ -27,7 +27,7 @@ from meta_agent.domains.base import evaluate_showing_progress
 from meta_agent.harness_runner import HarnessError
 from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, train_commit
-from meta_agent.verdicts import StageResult
+from meta_agent.verdicts import StageResult, TrainEvidence
 
 
 @dataclass
@@ -132,25 +132,17 @@ def run_train_stage(
     ids = [r.task_id for r in result.results]
     paired = paired_bootstrap_ci([result.per_task()[i] for i in ids], [control_scores[i] for i in ids], seed=seed,
                                  level=level)
-    metrics = {
-        "selection_score": result.score.mean,
-        "control_score": control.eval.score.mean,
-        "delta": paired.mean,
-        "ci": [paired.low, paired.high],
-        "ci_level": level,
-        "train_reward": trained.report.reward_mean,
-        "control_train_reward": control.run.report.reward_mean,
-        "guard_labels": guard_labels,
-        "invalid_share": invalid_share(trained, guard_labels),
-        "control_invalid_share": invalid_share(control.run, guard_labels),
-        "paid_rejected_share": paid_rejected_share(trained),
-        "control_paid_rejected_share": paid_rejected_share(control.run),
-        **counted,
-        "checkpoint": str(trained.checkpoint),
-        "tasks": len(ids),
-        "train_seconds": trained.output.seconds,
-        "eval_seconds": result.wall_time,
-    }
+    evidence = TrainEvidence(
+        selection_score=result.score.mean, control_score=control.eval.score.mean, delta=paired.mean,
+        ci=[paired.low, paired.high], ci_level=level, train_reward=trained.report.reward_mean,
+        control_train_reward=control.run.report.reward_mean, guard_labels=guard_labels,
+        invalid_share=invalid_share(trained, guard_labels),
+        control_invalid_share=invalid_share(control.run, guard_labels),
+        paid_rejected_share=paid_rejected_share(trained),
+        control_paid_rejected_share=paid_rejected_share(control.run), **counted,
+        checkpoint=str(trained.checkpoint), tasks=len(ids), train_seconds=trained.output.seconds,
+        eval_seconds=result.wall_time)
+    metrics = evidence.model_dump(mode="json")
     return StageResult(
         stage="train", passed=True, seconds=time.monotonic() - started, metrics=metrics,
         reason=f"selection {result.score.mean:.3f} vs control {control.eval.score.mean:.3f}; "

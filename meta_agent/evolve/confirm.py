@@ -30,7 +30,7 @@ from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.gitops import add_note
 from meta_agent.journal import CandidateCreated, Evaluated, StageDone, Trained, VerdictRecorded, with_repairs
 from meta_agent.training import load_trained
-from meta_agent.verdicts import Verdict
+from meta_agent.verdicts import Verdict, train_evidence
 
 CONTINUE_SEED = 20_000
 """Offset of the longer rung's sampling seed: both arms continue with the same one (paired)."""
@@ -49,10 +49,8 @@ def _promising(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]) -
         if v.verdict != "rejected" or v.stage != "gate" or v.kind != "performance" or v.delta is None or v.delta < 0:
             continue
         train = _last(ctx, v.cand_id, "train")
-        if train is None or "checkpoint" not in train.metrics:
-            continue
-        m = train.metrics
-        if float(m["invalid_share"]) > float(m["control_invalid_share"]) + ctx.cfg.gate.invalid_margin:
+        m = train_evidence(train.metrics) if train is not None else None
+        if m is None or m.invalid_share > m.control_invalid_share + ctx.cfg.gate.invalid_margin:
             continue
         out.append(k)
     out.sort(key=lambda k: -(verdicts[k].delta or 0.0))
@@ -81,11 +79,12 @@ def _confirm_job(ctx: RunContext, view: GenerationView, run: CandidateRun, short
     assert created is not None and created.commit, f"candidate {short.cand_id} reached the gate without a commit"
     commit = with_repairs(ctx.log, created).commit
     assert commit is not None
-    train = _last(ctx, short.cand_id, "train")
-    assert train is not None, f"{short.cand_id} reached the gate without a train stage"
+    stage = _last(ctx, short.cand_id, "train")
+    train = train_evidence(stage.metrics) if stage is not None else None
+    assert train is not None, f"{short.cand_id} reached the gate without a measured train stage"
     control = view.dir / "confirm-control"
     return run.train_job(commit, run.key("confirm")).model_copy(update={
-        "rung": "confirm", "policy": str(train.metrics["checkpoint"]), "seed": view.seed + CONTINUE_SEED,
+        "rung": "confirm", "policy": train.checkpoint, "seed": view.seed + CONTINUE_SEED,
         "ci_seed": view.seed, "steps": ctx.cfg.confirm_steps, "total_steps": ctx.cfg.steps + ctx.cfg.confirm_steps,
         "control_dir": str(control), "control_eval": str(control / "eval.json")})
 

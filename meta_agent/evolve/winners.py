@@ -32,7 +32,7 @@ from meta_agent.skills.model import Evidence
 from meta_agent.skills.store import SkillError, UnknownSkill, load_skill
 from meta_agent.skills.variants import params_of
 from meta_agent.training import TrainedRun
-from meta_agent.verdicts import Verdict
+from meta_agent.verdicts import Verdict, train_evidence
 
 
 def _key(g: int, *parts: object) -> str:
@@ -76,8 +76,9 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
         ctx.step(merge_key, Merged, functools.partial(_merge_one, ctx, g, final[k], created, branch, merge_key))
         merged.append((k, final[k]))
         train = ctx.log.done(checkpoint_stage, StageDone)
-        if final[k].kind == "performance" and train is not None and "checkpoint" in train.metrics:
-            next_policy = str(train.metrics["checkpoint"])
+        evidence = train_evidence(train.metrics) if train is not None else None
+        if final[k].kind == "performance" and evidence is not None:
+            next_policy = evidence.checkpoint
     return final, next_policy
 
 

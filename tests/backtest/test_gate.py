@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from meta_agent.backtest.gate import GateSettings, ci_level, decide
-from meta_agent.verdicts import StageResult
+from meta_agent.verdicts import StageResult, TrainEvidence
 
 S = GateSettings()
 
@@ -22,10 +22,12 @@ def _replay(kind: str, **extra: Any) -> StageResult:
 def _train(delta: float, low: float, high: float, *, reward: float = 0.5, control_reward: float = 0.5,
            invalid: float = 0.0, control_invalid: float = 0.0, paid: float = 0.0, control_paid: float = 0.1
            ) -> StageResult:
-    return StageResult(stage="train", passed=True, reason="ok", metrics={
-        "delta": delta, "ci": [low, high], "ci_level": 0.975, "train_reward": reward,
-        "control_train_reward": control_reward, "invalid_share": invalid, "control_invalid_share": control_invalid,
-        "paid_rejected_share": paid, "control_paid_rejected_share": control_paid})
+    evidence = TrainEvidence(
+        selection_score=0.5 + delta, control_score=0.5, delta=delta, ci=[low, high], ci_level=0.975,
+        train_reward=reward, control_train_reward=control_reward, invalid_share=invalid,
+        control_invalid_share=control_invalid, paid_rejected_share=paid, control_paid_rejected_share=control_paid,
+        checkpoint="/runs/r/gen-000/cand-0/checkpoint", tasks=30)
+    return StageResult(stage="train", passed=True, reason="ok", metrics=evidence.model_dump(mode="json"))
 
 
 def _static(*training: str) -> StageResult:
@@ -120,3 +122,14 @@ def test_null_candidates_across_a_whole_run_merge_at_most_at_the_family_rate() -
         merged_any += merged
     # Measured with this seed: 7 of 200 (3.5%); a level spread over one generation's K only: 22 of 200 (11%).
     assert merged_any / runs <= S.family_alpha + 0.02, f"{merged_any} of {runs} null runs merged something"
+
+
+def test_train_evidence_with_a_renamed_or_missing_key_is_refused_not_read_as_missing() -> None:
+    """The train stage and the gate share one model: a key renamed on one side fails loudly on the other."""
+    from pydantic import ValidationError
+
+    metrics = dict(FLAT.metrics)
+    metrics["delta_mean"] = metrics.pop("delta")
+    with pytest.raises(ValidationError):
+        decide("r/0-0", "performance", [*OK, _replay("performance"), FLAT.model_copy(update={"metrics": metrics})],
+               0.0, S)
