@@ -184,13 +184,17 @@ class EvolveConfig(RunConfig):
     @classmethod
     def _domain_defaults(cls, data: Any) -> Any:
         """Fill the domain's generation defaults in, so the run's saved config records the values it ran with
-        and a later change of a default cannot change a resumed run. An explicit null keeps its meaning."""
-        if not isinstance(data, dict) or "selection_limit" in data:
+        and a later change of a default cannot change a resumed run. An explicit null selection_limit keeps
+        its meaning (the whole split); train_steps has no such meaning, so a null is resolved too."""
+        if not isinstance(data, dict) or ("selection_limit" in data and data.get("train_steps") is not None):
             return data
         name = data.get("domain", cls.model_fields["domain"].default)
         if not (isinstance(name, str) and DOMAINS.valid(name)):
-            return data  # the field validator names the unknown domain
-        return {**data, "selection_limit": domain_entry(name).default_selection_limit}
+            return data  # the field validator names the unknown domain (a plugin resolves its steps when read)
+        entry = domain_entry(name)
+        filled = {**data, "train_steps": data.get("train_steps") or entry.default_train_steps}
+        filled.setdefault("selection_limit", entry.default_selection_limit)
+        return filled
 
     @field_validator("proposer")
     @classmethod

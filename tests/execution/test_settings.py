@@ -50,3 +50,22 @@ def test_sharding_a_code_evaluation_that_reports_pass_at_k_is_refused_naming_bot
     with pytest.raises(ValidationError, match=r"eval_shards 2 with code.pass_k \[5\]"):
         EvolveConfig.model_validate({"domain": "code", "code": {"pass_k": [5]}, "executor": {"eval_shards": 2}})
     assert EvolveConfig.model_validate({"domain": "code", "executor": {"eval_shards": 2}}).executor.eval_shards == 2
+
+
+def test_a_resumed_run_keeps_its_step_count_when_the_domain_default_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defaults a run started with are saved with it; a later release's defaults never reach it."""
+    import dataclasses
+
+    from meta_agent import domains
+    from meta_agent.evolve import load_for_resume
+
+    cfg = EvolveConfig.model_validate({"domain": "math"})
+    assert cfg.train_steps == domains.BUILTIN["math"].default_train_steps
+    write_run_info(tmp_path, RunInfo(command="evolve", domain="math", harness=str(tmp_path / "h"), policy="tiny",
+                                     created="now", settings=cfg.model_dump(mode="json")))
+    changed = dataclasses.replace(domains.BUILTIN["math"], default_train_steps=99, default_selection_limit=7)
+    monkeypatch.setitem(domains.BUILTIN, "math", changed)
+    resumed = load_for_resume(tmp_path, {})
+    assert resumed.steps == cfg.steps != 99 and resumed.selection_limit == cfg.selection_limit != 7
+    assert EvolveConfig.model_validate({"domain": "math"}).steps == 99, "a new run takes the new default"
