@@ -85,6 +85,16 @@ class RunConfig(_DomainSections):
     plugin: dict[str, Any] = Field(default_factory=dict,
                                    description="settings of a plugin domain (--domain module:Class)")
 
+    @model_validator(mode="after")
+    def _one_sandbox_setting(self) -> RunConfig:
+        """`sandbox.backend` (`--sandbox`) reaches every domain's own sandboxed work (the code verifier's test
+        runs, the SWE episodes and test runs) unless that domain's section names a backend of its own."""
+        for name in ("code", "swe"):
+            section = getattr(self, name, None)
+            if section is not None and getattr(section, "sandbox", "") is None:
+                setattr(self, name, section.model_copy(update={"sandbox": self.sandbox.backend}))
+        return self
+
     @field_validator("domain")
     @classmethod
     def _known_domain(cls, name: str) -> str:

@@ -44,7 +44,8 @@ class CodeDomain:
             raise ValueError(f"pass_k {self.settings.pass_k} needs pass_k_samples >= every k "
                              f"(it is {self.settings.pass_k_samples})")
         s = self.settings
-        self.executor = Executor(s.sandbox, timeout_s=s.test_timeout_s, memory_mb=s.memory_mb, workers=s.workers)
+        self.executor = Executor(s.sandbox or "auto", timeout_s=s.test_timeout_s, memory_mb=s.memory_mb,
+                                 workers=s.workers)
         self._finalizer = weakref.finalize(self, self.executor.close)
         self._splits: dict[Split, list[CodeProblem]] | None = None
         self._by_id: dict[str, CodeProblem] = {}

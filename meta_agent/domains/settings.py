@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from meta_agent.serving import EvaluatorSettings
 from meta_agent.swe.defaults import DEFAULT_TASKSET
@@ -25,6 +25,15 @@ class MathSettings(BaseModel):
 SourceName = Literal["humaneval", "codeio"]
 
 
+def known_backend(name: str | None) -> str | None:
+    """A domain's own sandbox choice names a backend that exists (a typo used to surface at the first test run)."""
+    from sandboxes import BACKENDS
+
+    if name is not None and name != "auto" and not BACKENDS.valid(name):
+        raise ValueError(f"unknown sandbox backend {name!r}; available: auto | {BACKENDS.describe()}")
+    return name
+
+
 class CodeSettings(BaseModel):
     sources: list[SourceName] = Field(default_factory=lambda: list[SourceName](["humaneval", "codeio"]),
                                       description="built-in problem sources")
@@ -35,7 +44,8 @@ class CodeSettings(BaseModel):
     train_size: int = Field(256, ge=1, description="max training tasks written into the harness sandbox")
     selection_size: int = Field(60, ge=1, description="max sealed tasks for backtests and promotion decisions")
     test_size: int = Field(100, ge=1, description="max sealed tasks evaluated once at the end of a run")
-    sandbox: str = Field("auto", description="backend the sealed verifier runs programs in (process = no isolation)")
+    sandbox: str | None = Field(None, description="backend the sealed verifier runs programs in (process = no "
+                                                  "isolation); default: the run's sandbox.backend")
     test_timeout_s: float = Field(5.0, gt=0, description="wall-time limit of one test")
     memory_mb: int = Field(1024, ge=64, description="address-space limit of one test")
     workers: int = Field(2, ge=1, description="tests run in parallel inside the sandbox")
@@ -46,6 +56,11 @@ class CodeSettings(BaseModel):
     pass_k_temperature: float = Field(0.8, gt=0)
     evaluator: EvaluatorSettings = Field(EvaluatorSettings(), description=(
         "how the sealed evaluator generates its greedy answers (pass@k samples stay on transformers)"))
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_backend(cls, name: str | None) -> str | None:
+        return known_backend(name)
 
 
 class ScaffoldSettings(BaseModel):
@@ -62,10 +77,16 @@ class SweSettings(BaseModel):
     train_size: int | None = Field(48, ge=1, description="train instances handed to the harness (None = all)")
     selection_size: int | None = Field(8, ge=1, description="sealed instances per selection evaluation")
     test_size: int | None = Field(8, ge=1, description="sealed instances in the final test evaluation")
-    sandbox: str = Field("auto", description="backend for policy commands and test runs of the evaluator")
+    sandbox: str | None = Field(None, description="backend for policy commands and test runs of the evaluator; "
+                                                  "default: the run's sandbox.backend")
     tiers: list[Tier] = Field(
         default_factory=lambda: list[Tier](TIERS), min_length=1,
         description="difficulty tiers to draw instances from (easy | medium | hard; `meta-agent tasks list` "
                     "counts them). Instances without a tier (imported, or built before tiers) are used only "
                     "when all three are chosen")
     scaffold: ScaffoldSettings = ScaffoldSettings()
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_backend(cls, name: str | None) -> str | None:
+        return known_backend(name)

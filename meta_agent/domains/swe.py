@@ -91,7 +91,7 @@ class SweDomain:
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = sealed_backend(self.settings.sandbox)
+            self._sandbox = sealed_backend(self.settings.sandbox or "auto")
         return self._sandbox
 
     def instances(self, split: Split) -> list[SweInstance]:
@@ -99,7 +99,7 @@ class SweDomain:
         if split not in self._instances:
             name = self.settings.taskset
             if name == DEFAULT_TASKSET and name not in {m.name for m in list_tasksets()}:
-                build_default(sandbox=self.settings.sandbox)
+                build_default(sandbox=self.settings.sandbox or "auto")
             size = {"train": self.settings.train_size, "selection": self.settings.selection_size,
                     "test": self.settings.test_size}[split]
             chosen = _in_tiers(load_tasks(split, name), self.settings.tiers, name, split)

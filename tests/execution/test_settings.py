@@ -69,3 +69,17 @@ def test_a_resumed_run_keeps_its_step_count_when_the_domain_default_changes(
     resumed = load_for_resume(tmp_path, {})
     assert resumed.steps == cfg.steps != 99 and resumed.selection_limit == cfg.selection_limit != 7
     assert EvolveConfig.model_validate({"domain": "math"}).steps == 99, "a new run takes the new default"
+
+
+def test_one_sandbox_setting_reaches_every_domains_sandboxed_work() -> None:
+    """`--sandbox bwrap` used to set only the harness's backend: the code verifier and the SWE episodes kept
+    their own "auto" (docker wherever an engine answered)."""
+    cfg = EvolveConfig.model_validate({"domain": "swe", "sandbox": {"backend": "bwrap"}})
+    assert cfg.swe.sandbox == "bwrap" and cfg.code.sandbox == "bwrap"
+    own = EvolveConfig.model_validate({"domain": "code", "sandbox": {"backend": "bwrap"},
+                                       "code": {"sandbox": "process"}})
+    assert own.code.sandbox == "process", "a domain that names its own backend keeps it"
+    resumed = EvolveConfig.model_validate(cfg.model_dump(mode="json"))
+    assert resumed.swe.sandbox == "bwrap", "saved with the run as resolved"
+    with pytest.raises(ValidationError, match="unknown sandbox backend 'dokcer'"):
+        EvolveConfig.model_validate({"domain": "swe", "swe": {"sandbox": "dokcer"}})
