@@ -163,7 +163,7 @@ def eval_(
     "The proposer and its LLM": ["proposer", "model", "diagnostician_model", "coder_model", "coder", "api_base",
                                  "coder_api_base", "skills"],
     "Budgets (a run that reaches one stops cleanly; `resume` continues it)": [
-        "dry_run", "budget_minutes", "llm_tokens", "llm_dollars"],
+        "dry_run", "print_config", "budget_minutes", "llm_tokens", "llm_dollars"],
     "Where it runs and writes": ["sandbox_name", "executor", "parallel", "ray_address", "run_dir", "tracker"],
 })
 def evolve(
@@ -219,6 +219,9 @@ def evolve(
         "--dry-run", help="print the plan (training runs, GRPO steps, evaluations, LLM sessions) and its wall time "
                           "on this machine, then exit; the first time for a policy, domain and sandbox it times a "
                           "2-step training and one evaluation batch (cached; later runs refine it)")] = False,
+    print_config: Annotated[bool, typer.Option(
+        "--print-config", help="print the settings this run would use, every default resolved (what the run "
+                               "saves; a --config file to start from), then exit")] = False,
 ) -> None:
     """Evolve a training harness while the policy trains: diagnose, propose, backtest, merge winners.
 
@@ -248,6 +251,11 @@ def evolve(
         "confirm_steps": confirm_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
         "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
+    if print_config:
+        import yaml
+
+        typer.echo(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), nl=False)
+        return
     if dry_run:
         from meta_agent.commands.estimate import estimate
         from meta_agent.policy import resolve_policy
