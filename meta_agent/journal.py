@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from meta_agent.stats import Interval
 from meta_agent.verdicts import StageResult, Verdict
 
 
@@ -209,10 +210,12 @@ class GenerationDone(Event):
 class FinalEval(Event):
     TYPE: ClassVar[str] = "final_eval"
     evolved_policy: str
-    evolved: dict[str, Any]
+    evolved: Interval
+    """The evolved policy's sealed test score."""
     static_policy: str | None = None
-    static: dict[str, Any] | None = None
-    paired: dict[str, Any] | None = None
+    static: Interval | None = None
+    paired: Interval | None = None
+    """evolved - static, paired over the test tasks."""
 
 
 class Resumed(Event):

@@ -209,11 +209,10 @@ def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
                               final_dir / f"{arm}-test.json", "test", ctx.cfg.test_limit)
         results(ctx, jobs)
         ev = finish_eval(ctx, final_dir / "evolved-test.json")
-        out = FinalEval(evolved_policy=str(evolved), evolved=ev.score.model_dump())
+        out = FinalEval(evolved_policy=str(evolved), evolved=ev.score)
         if static is not None:
             st = finish_eval(ctx, final_dir / "static-test.json")
-            out = out.model_copy(update={"static_policy": str(static), "static": st.score.model_dump(),
-                                         "paired": _paired(ev, st).model_dump()})
+            out = out.model_copy(update={"static_policy": str(static), "static": st.score, "paired": _paired(ev, st)})
         return out
 
     result = ctx.step("final/compare", FinalEval, compare)
