@@ -4,6 +4,10 @@
 - `steps`: train a harness commit, evaluate a policy.
 - `generation`: one generation, `candidate`: one candidate's cascade, `winners`: merges and skills.
 - `run`: prepare (or resume) a run, run its generations, finalize (static arm, test split).
+- around them: `confirm` (the longer rung), `combine` (a later winner on top of earlier ones), `fanout`
+  (backtests through the executor), `evidence` (the folder the agents read), `archive`, `static_arm`,
+  `skill_trial`, `active_time`; for the user: `estimate` (the plan and its wall time), `eta` (time to
+  go), `live` (live.json).
 """
 
 from meta_agent.evolve.run import finalize, load_for_resume, prepare, run
