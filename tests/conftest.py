@@ -31,29 +31,35 @@ from meta_agent.sealed import sealed_backend  # noqa: E402
 from sandboxes import Sandbox  # noqa: E402
 
 SERIAL_GROUP = "one-at-a-time"
-"""xdist group of the tests that share one machine-wide thing: the private dockerd, a local Ray cluster."""
+"""The xdist scope of the tests that share one machine-wide thing: the private dockerd (every docker test is
+under tests/sandboxes/) and a local Ray instance (tests/evolve/test_executors.py)."""
+SERIAL_PATHS = ("tests/sandboxes/", "tests/evolve/test_executors.py")
+
+
+def scope_of(nodeid: str) -> str:
+    """A test's xdist work unit: its module, so module fixtures are built once, or the serial group."""
+    path = nodeid.split("::")[0]
+    return SERIAL_GROUP if path.startswith(SERIAL_PATHS) else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` schedules by `scope_of`. (Not xdist_group marks: pytest 9 derives a test's nodeid from its
+    structured id, and the `@group` suffix xdist 3.8 writes into `_nodeid` no longer reaches the scheduler.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ByScope(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Schedule for `pytest -n N --dist loadgroup` (what `make test` runs).
-
-    A module's tests stay on one worker, so its module-scoped fixtures (a trained run that several tests
-    read) are built once; the docker and Ray tests share one worker, as they share one engine. Modules
-    holding slow tests go first, so the long ones start early and the quick ones fill in at the end.
-    Without xdist the marks are inert and only the order changes.
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:  # a module that chose its group (Ray)
-            continue
-        serial = item.get_closest_marker("docker") is not None
-        item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP if serial else item.nodeid.split("::")[0]))
-    slow_groups = {_group(i) for i in items if i.get_closest_marker("slow") is not None}
-    items.sort(key=lambda i: _group(i) not in slow_groups)  # stable: the order within a group is kept
-
-
-def _group(item: pytest.Item) -> str:
-    marker = item.get_closest_marker("xdist_group")
-    return str(marker.args[0]) if marker is not None and marker.args else ""
+    """Modules holding slow tests go first, so under xdist the long ones start early and the quick ones fill in
+    at the end (the order within a module is kept)."""
+    slow = {scope_of(i.nodeid) for i in items if i.get_closest_marker("slow") is not None}
+    items.sort(key=lambda i: scope_of(i.nodeid) not in slow)
 
 
 TEST_SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from meta_agent.execution.jobs import WORKER_FILE
-from tests.conftest import SERIAL_GROUP
 from tests.evolve.conftest import data_env, meta_agent, tiny_config
 from tests.evolve.lineage_signature import signature
 
-# whole evolve loops; each Ray one starts a local Ray instance, so they run one at a time under xdist
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(SERIAL_GROUP)]
+# whole evolve loops; each Ray one starts a local Ray instance: tests/conftest.py keeps them on one xdist worker
+pytestmark = pytest.mark.slow
 
 DECISIONS = ("candidates", "stages", "verdicts", "merges", "final_main_tree", "mainline")
 
