@@ -180,9 +180,6 @@ def clean_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str
         "TOKENIZERS_PARALLELISM": "false",
         "MPLCONFIGDIR": str(scratch / "mpl"),
         "TRL_EXPERIMENTAL_SILENCE": "1",
-        # Nothing in a sandbox reports to MLflow (trackers are fed from the run's journal, outside), and
-        # without this TRL imports it at start: 1.5 s of every training process.
-        "DISABLE_MLFLOW_INTEGRATION": "TRUE",
     }
     # The caller's share of the machine: its torch threads, and which GPUs are its (Ray and the local
     # executor's workers set CUDA_VISIBLE_DEVICES; without it every sandbox would train on GPU 0).

@@ -30,7 +30,7 @@ def test_a_second_run_on_the_same_harness_refuses(tmp_path: Path) -> None:
                          "--harness", str(tmp_path / "h"), data_dir=tmp_path / "data")
     assert res.returncode == 1
     said = _flat(res.stdout + res.stderr)
-    assert "is in use by a meta-agent run" in said and "first-run" in said
+    assert "is in use by a meta-agent run" in said and "first-run" in "".join(said.split()), said  # a long path wraps
 
 
 def test_an_exhausted_budget_stops_cleanly_and_leaves_a_resumable_run(tmp_path: Path) -> None:
