@@ -72,13 +72,7 @@ import gpu_path as gp  # noqa: E402  (the bare-TRL step code and model of bench/
 T0 = time.monotonic()
 
 
-def log(msg: str) -> None:
-    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
-
-
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
+log, sync, fmt = gp.log, gp.sync, gp.fmt  # one copy of each, in bench/gpu_path.py
 
 
 def median(xs: list[float]) -> float | None:
@@ -105,14 +99,6 @@ class Results:
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "harness_step.json").write_text(json.dumps(self.data, indent=1, default=str))
         (self.out / "harness_step.md").write_text(markdown(self.data))
-
-
-def fmt(v: Any, spec: str = ".3g") -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return format(v, spec)
-    return str(v)
 
 
 def compare(d: dict[str, Any]) -> None:
