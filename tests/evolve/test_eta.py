@@ -10,11 +10,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from meta_agent.cli import app
-from meta_agent.eventlog import EventLog
 from meta_agent.evolve.eta import Etas
 from meta_agent.harness_runner import StepSeen
-from meta_agent.journal import GenerationStarted
-from meta_agent.runinfo import RunInfo, write_run_info
+from tests.foundation.test_way_back_in import _run as a_started_run
 
 
 class Clock:
@@ -53,11 +51,7 @@ def test_a_non_terminal_run_prints_both_etas_and_status_shows_the_generations(tm
     from meta_agent.commands.evolve import RichReporter
     from meta_agent.config import EvolveConfig
 
-    run = tmp_path / "run"
-    run.mkdir()
-    write_run_info(run, RunInfo(command="evolve", domain="math", harness=str(tmp_path / "h"), policy="tiny",
-                                created="2026-01-01T00:00:00", settings={"generations": 2}))
-    EventLog(run).append(GenerationStarted(main="0" * 40, t=time.time()), key="g0/start")
+    run = a_started_run(tmp_path)
     cfg = EvolveConfig.model_validate({"domain": "math", "run_dir": str(run), "generations": 2, "train_steps": 4})
     out = io.StringIO()
     reporter = RichReporter(Console(file=out, width=300), cfg)
