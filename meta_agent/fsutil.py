@@ -10,6 +10,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from sandboxes.cgroups import pid_alive
+
 
 def _umask() -> int:
     """The process umask, read without changing it (os.umask would, for a moment, in every thread)."""
@@ -70,22 +72,12 @@ def sweep_stale_temps(path: Path) -> list[Path]:
         return removed
     for name in names:
         parts = name[len(prefix):].split(".")
-        if len(parts) < 4 or parts[0] != _HOST or not parts[1].isdigit() or _alive(int(parts[1])):
+        if len(parts) < 4 or parts[0] != _HOST or not parts[1].isdigit() or pid_alive(int(parts[1])):
             continue
         with contextlib.suppress(OSError):
             (path.parent / name).unlink()
             removed.append(path.parent / name)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by another user
-    return True
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
