@@ -22,6 +22,7 @@ from meta_agent.swe.instance import TestSetup
 from meta_agent.swe.sources import Source
 from meta_agent.swe.testrun import run_tests
 from sandboxes import Sandbox
+from tests.swe_tasks.conftest import make_calc_repo
 from tests.swe_tasks.swe_test_projects import SLOW_FILES, SLOW_MUTANT_LINE, make_repo, write_tree
 
 pytestmark = pytest.mark.slow  # builds task sets with real pytest runs in the sandbox
@@ -30,15 +31,16 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "swe-tasks.md"
 SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
 
 
-def test_a_project_without_tests_is_refused_before_any_work(
-    swe_cache: Path, calc_repo: git.Repo, tmp_path: Path
-) -> None:
+def test_a_project_without_tests_is_refused_before_any_work(swe_cache: Path, tmp_path: Path) -> None:
+    # Its own project name: other modules on this worker may have built calc into the shared cache already.
+    first = make_calc_repo(tmp_path / "firstproj")
     bare = make_repo(tmp_path / "notests", {"lib.py": "def f(x):\n    return x + 1\n"})
     with pytest.raises(SweTaskError, match="has no test files") as refused:
-        build_tasks([Source("git", str(calc_repo.working_dir)), Source("git", str(bare.working_dir))],
+        build_tasks([Source("git", str(first.working_dir)), Source("git", str(bare.working_dir))],
                     sandbox=SANDBOX, progress=False)
     assert "--from-git" in str(refused.value) and "--deps" not in str(refused.value)
-    assert not list((swe_cache / "swe" / "work").glob("local__calc-*/*/mutants.jsonl")), \
+    assert (swe_cache / "swe").is_dir()
+    assert not list((swe_cache / "swe").rglob("*firstproj*/*/mutants.jsonl")), \
         "the first project was built before the second was checked"
 
 
