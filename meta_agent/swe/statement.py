@@ -1,8 +1,8 @@
 """Problem statements written from what the failing tests report, never from the patch.
 
 A statement names the failing tests and quotes their assertion messages (trimmed, with
-memory addresses, temp paths and the interpreter's location removed, so the same bug gives
-the same text on every machine), the way a user's bug report would. It is built only from
+memory addresses, temp paths and names, sandbox scratch dirs and the interpreter's location
+removed, so the same bug gives the same text on every machine), the way a user's bug report would. It is built only from
 test outcomes; then every line that quotes a line the gold patch changes is removed, so the
 fix cannot be read off the text.
 """
@@ -23,7 +23,12 @@ MIN_FORBIDDEN_CHARS = 4
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _BARE_ADDRESS = re.compile(r"(?:\b0x|(?<=\.\.\.)x)[0-9a-fA-F]{10,}\b")
 """A memory address without ` at`, also as pytest's shortened repr cuts it (`<Foo...x7f3a2c1d9e50>`)."""
-_TMP_PATH = re.compile(rf"(?:/tmp|{re.escape(tempfile.gettempdir())})/[^\s'\"):,]+")
+_TMP_PATH = re.compile(rf"(?:/tmp|/scratch|{re.escape(tempfile.gettempdir())})/[^\s'\"):,]+")
+"""A path in the temp dir, or in a sandbox's scratch dir (HOME and TMPDIR; docker's is /scratch)."""
+_SESSION_DIR = re.compile(r"[^\s'\"():,]*meta-agent-[a-z]+(?:-[a-z]+)*-[^\s'\"):,]*")
+"""What is left of a meta-agent temp dir (a sandbox session's, a build's checkouts) once a path is cut."""
+_TEMP_NAME = re.compile(r"\btmp[a-z0-9_]{8}\b")
+"""A bare name from Python's tempfile (`tmp` + 8 random characters), as a test prints a file it made."""
 _PYTHON_PATH = re.compile(r"(?:/[^\s'\"():,<>]+)?/lib/python3\.\d+/")
 """Where the interpreter or the test venv lives differs per machine: `<python>/operator.py`."""
 _PYTEST_HINTS = ("Use -v to get more diff", "Use -vv to get more diff", "Full diff:", "Omitting ")
@@ -44,6 +49,7 @@ def changed_lines(diff: str) -> list[str]:
 def _clean_message(message: str, forbidden: list[str]) -> str:
     message = _BARE_ADDRESS.sub("", _ADDRESS.sub("", message))
     message = _PYTHON_PATH.sub("<python>/", _TMP_PATH.sub("<tmp>", message))
+    message = _TEMP_NAME.sub("<tmp>", _SESSION_DIR.sub("<tmp>", message))
     kept = [line.rstrip() for line in message.strip().splitlines()
             if line.strip() and not line.strip().startswith(_PYTEST_HINTS) and not any(f in line for f in forbidden)]
     text = "\n".join(kept[:MAX_MESSAGE_LINES])

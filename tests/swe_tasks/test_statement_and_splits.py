@@ -57,3 +57,23 @@ def test_splits_group_by_project_and_file_and_follow_the_shares() -> None:
     assert counts["train"] > counts["selection"] > 0 and counts["test"] > 0
     assert abs(counts["train"] / len(instances) - 0.7) < 0.1
     assert assigned == assign_splits(list(reversed(instances)), seed=3), "deterministic"
+
+
+def test_sandbox_scratch_and_temp_names_never_reach_a_statement() -> None:
+    """Two builds of one project gave different statements: temp names from the docker backend's /scratch,
+    bare tempfile names and pieces of the session dirs survived the cleaning."""
+
+    def report(scratch: str, name: str, session: str) -> dict[str, str]:
+        return {"t.py::test_api": f"AssertionError: assert '{scratch}/{name}/mod.py:1:1: undefined name' == ''",
+                "t.py::test_b": f"FileNotFoundError: [Errno 2] No such file or directory: '{name}'",
+                "t.py::test_c": f"OSError: cannot open {session}/scratch/{name}",
+                "t.py::test_d": f"assert '...ratch/{name}/x' == 'y'"}
+
+    one = write_problem_statement("p", list(report("/scratch", "tmpk2j3_x9q", "")), report(
+        "/scratch", "tmpk2j3_x9q", "meta-agent-bwrap-4242-abc123"))
+    two = write_problem_statement("p", list(report("/scratch", "tmp0zz81mqa", "")), report(
+        "/tmp/meta-agent-bwrap-7-qq/scratch", "tmp0zz81mqa", "/tmp/meta-agent-swe-build-zyx987"))
+    for random in ("tmpk2j3_x9q", "tmp0zz81mqa", "4242", "abc123", "zyx987"):
+        assert random not in one + two
+    assert one == two
+    assert "undefined name" in one and "No such file or directory" in one
