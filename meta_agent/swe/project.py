@@ -30,8 +30,10 @@ _FIXED_ENV = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
-_JUNK = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".tox", ".eggs",
-                               "build", "dist")
+_JUNK = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", ".tox", ".eggs", "build", "dist")
+"""Build output and caches. An sdist's `*.egg-info` stays: it is the project's metadata, and a project
+that reads its own version at import (`importlib.metadata.version`, as semantic_version does) fails
+without it, since the checkout is on the path but not installed."""
 
 
 def repos_dir() -> Path:
