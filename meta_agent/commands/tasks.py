@@ -169,7 +169,9 @@ def show(
                   f"timeout={setup.timeout_s}s", highlight=False, soft_wrap=True, markup=False)
     console.print(f"FAIL_TO_PASS ({len(inst.FAIL_TO_PASS)}): " + ", ".join(inst.FAIL_TO_PASS[:10]), highlight=False,
                   markup=False)
-    console.print(f"PASS_TO_PASS: {len(inst.PASS_TO_PASS)} tests\n", highlight=False)
+    console.print(f"PASS_TO_PASS: {len(inst.PASS_TO_PASS)} tests", highlight=False)
+    console.print(f"outcomes found as: {inst.graded_as or 'not stated (SWE-bench grades as root)'}\n",
+                  highlight=False, markup=False)
     console.print(_shown(inst.problem_statement, "problem statement"), highlight=False, markup=False)
     if patch:
         console.print("\n[bold]gold patch[/]")
@@ -241,6 +243,7 @@ def verify(
     from meta_agent.swe.instance import SPLITS
     from meta_agent.swe.taskset import load_tasks
     from sandboxes import get_backend
+    from sandboxes.identity import sandbox_identity
 
     backend = get_backend(sandbox)
     everything = [inst for s in SPLITS for inst in load_tasks(s, taskset)]
@@ -253,7 +256,8 @@ def verify(
         job = bar.add_task("verify", total=len(chosen), note="")
         for inst in chosen:
             bar.update(job, note=inst.instance_id)
-            checks.append(cross_check(inst, backend, log=bar.console.print))
+            checks.append(cross_check(inst, backend,
+                                      log=lambda line: bar.console.print(line, markup=False, highlight=False)))
             bar.advance(job)
     disagree = [c for c in checks if c.problems]
     skipped = [c for c in checks if c.skipped]
@@ -267,5 +271,10 @@ def verify(
     console.print(f"task set {taskset}: {len(checks)} of {len(everything)} instances checked with plain pytest "
                   f"(seed {seed}); {len(disagree)} disagreements, {len(skipped)} not checked; "
                   f"{time.monotonic() - start:.0f} s (venvs cached in {verify_envs_dir()})", highlight=False)
+    other = sum(1 for inst in chosen if inst.graded_as != "unprivileged")
+    console.print(f"tests ran as {sandbox_identity().describe()}, an unprivileged user"
+                  + (f"; {other} of these instances were found as root or do not say (SWE-bench grades as root): "
+                     "a test that depends on who runs it can disagree here and not there" if other else
+                     ", as every checked instance's lists were found"), highlight=False, soft_wrap=True)
     if disagree or skipped:
         raise typer.Exit(1)

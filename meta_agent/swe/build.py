@@ -265,6 +265,7 @@ class ProjectBuilder:
             setup=self.setup.model_copy(update={"timeout_s": self.instance_timeout(base)}),
             mutation=MutationInfo(operator=m.operator, file=m.file, line=m.line, function=site.function,
                                   function_lines=site.lines, test_names_function=named),
+            graded_as="unprivileged",  # the builder's tests run as the sandbox uid, never root
         )
         return instance
 

@@ -121,6 +121,12 @@ class SweInstance(BaseModel):
     """None for imported instances whose environment is not known here (then pytest defaults are used)."""
     split: Split | None = None
     mutation: MutationInfo | None = None
+    graded_as: Literal["unprivileged", "root"] | None = None
+    """Who ran the tests when FAIL_TO_PASS and PASS_TO_PASS were found: `unprivileged` for every instance
+    built here (sandboxed code never runs as root), None when a file does not say (SWE-bench's own harness
+    runs tests as root in a container). A test that depends on who runs it (one that skips itself as root,
+    such as pyflakes' test_permissionDenied) passes for one and is skipped for the other, so an instance's
+    lists hold only for graders that run tests as this identity; `tasks verify` says which it ran as."""
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod

@@ -35,6 +35,7 @@ def test_build_import_list_show(
     shown = runner.invoke(app, ["show", written[0].instance_id])
     assert shown.exit_code == 0, shown.output
     assert written[0].FAIL_TO_PASS[0] in shown.output
+    assert "outcomes found as: unprivileged" in shown.output, "a user exporting to SWE-bench (root) is told"
     assert "diff --git" not in shown.output, "the gold patch is shown only with --patch"
     with_patch = runner.invoke(app, ["show", written[0].instance_id, "--patch"])
     assert "diff --git" in with_patch.output

@@ -65,12 +65,16 @@ def test_verify_agrees_with_plain_pytest_and_names_a_wrong_list(
     assert ok.exit_code == 0, ok.output
     said = " ".join(ok.output.split())
     assert "3 of 8 instances checked" in said and "0 disagreements" in said
+    assert all(inst.graded_as == "unprivileged" for inst in calc_instances), "built here: found as the sandbox uid"
+    assert "an unprivileged user, as every checked instance's lists were found" in said, said
 
     wrong = calc_instances[0]
     moved = wrong.FAIL_TO_PASS[0]
-    tampered = wrong.model_copy(update={"PASS_TO_PASS": [*wrong.PASS_TO_PASS, moved]})
+    # ... and, like a SWE-bench row, does not say who its lists were found as
+    tampered = wrong.model_copy(update={"PASS_TO_PASS": [*wrong.PASS_TO_PASS, moved], "graded_as": None})
     save_taskset("calc-wrong", with_splits([tampered]), origin="tests")
     bad = runner.invoke(app, ["verify", "--taskset", "calc-wrong", "--sandbox", SANDBOX, "--no-progress"])
     assert bad.exit_code == 1
     said = " ".join(bad.output.split())
     assert "1 disagreements" in said and wrong.instance_id in said and f"PASS_TO_PASS {moved} is failed" in said
+    assert "1 of these instances were found as root or do not say" in said, said
