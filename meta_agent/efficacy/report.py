@@ -1,8 +1,10 @@
 """The benchmark's numbers, computed only from the saved per-task results (`seed-N/results/<arm>.json`).
 
 Per seed: each arm's test accuracy and the paired difference evolved - other arm, with a 95% CI from
-resampling test tasks (the same tasks in every arm, so per-task difficulty cancels). Across seeds: the
-mean and the interquartile mean of each difference with stratified bootstrap CIs over seeds (rliable).
+resampling test tasks (the same tasks in every arm, so per-task difficulty cancels) and the exact
+McNemar test on the tasks the two arms disagree on. Across seeds: the mean and the interquartile mean
+of each difference with stratified bootstrap CIs over seeds (rliable), and the hierarchical bootstrap
+(seeds, then tasks within each seed), whose interval also carries each seed's task noise.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from pydantic import BaseModel, Field
 from meta_agent.domains.base import EvalResult
 from meta_agent.efficacy.arms import ARMS, SeedRun
 from meta_agent.efficacy.splits import fingerprint
-from meta_agent.stats import Interval, iqm, paired_bootstrap_ci, stratified_bootstrap_ci
+from meta_agent.stats import (
+    Interval,
+    McNemar,
+    hierarchical_bootstrap_ci,
+    iqm,
+    mcnemar_exact,
+    paired_bootstrap_ci,
+    stratified_bootstrap_ci,
+)
 
 COMPARISONS = ("static", "reference", "static_total")
 """evolved - each of these."""
@@ -27,6 +37,10 @@ class SeedReport(BaseModel):
     n_tasks: int
     delta: dict[str, Interval]
     """evolved - arm, paired over test tasks."""
+    mcnemar: dict[str, McNemar] = Field(default_factory=dict)
+    """evolved vs arm: exact McNemar over the same tasks (empty in reports written before it was recorded)."""
+    differences: dict[str, list[float]] = Field(default_factory=dict)
+    """evolved - arm per test task, in task-id order: what the hierarchical bootstrap resamples."""
     run: SeedRun
     splits: str | None = None
     """The fingerprint of the seed's sealed secret (efficacy/splits.py): rows that share it were scored on the
@@ -39,6 +53,8 @@ class Summary(BaseModel):
     seeds_above_zero: int
     """Seeds whose per-seed CI lies entirely above 0."""
     seeds: int
+    hierarchical: Interval | None = None
+    """Mean over seeds with the hierarchical bootstrap CI (seeds, then tasks); None for older reports."""
 
 
 class EfficacyReport(BaseModel):
@@ -62,10 +78,14 @@ def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
     if not ids or any(len(p) != len(ids) for p in per_task.values()):
         raise ValueError(f"{seed_dir}: the arms were not scored on the same test tasks")
     accuracy = {arm: sum(p[i] for i in ids) / len(ids) for arm, p in per_task.items()}
-    delta = {other: paired_bootstrap_ci([per_task["evolved"][i] for i in ids], [per_task[other][i] for i in ids])
-             for other in COMPARISONS}
+    evolved = [per_task["evolved"][i] for i in ids]
+    arms = {other: [per_task[other][i] for i in ids] for other in COMPARISONS}
+    delta = {other: paired_bootstrap_ci(evolved, scores) for other, scores in arms.items()}
     return SeedReport(seed=run.seed, accuracy=accuracy, n_tasks=len(ids), delta=delta, run=run,
-                      splits=fingerprint(seed_dir))
+                      splits=fingerprint(seed_dir),
+                      mcnemar={other: mcnemar_exact(evolved, scores) for other, scores in arms.items()},
+                      differences={other: [e - c for e, c in zip(evolved, scores, strict=True)]
+                                   for other, scores in arms.items()})
 
 
 def build(domain: str, preset: str, seeds: list[SeedReport], search: dict[str, Any] | None = None
@@ -73,9 +93,12 @@ def build(domain: str, preset: str, seeds: list[SeedReport], search: dict[str, A
     summary = {}
     for other in COMPARISONS:
         values = [s.delta[other].mean for s in seeds]
+        nested = [s.differences[other] for s in seeds if s.differences.get(other)]
         summary[other] = Summary(mean=stratified_bootstrap_ci({domain: values}, "mean"),
                                  iqm=stratified_bootstrap_ci({domain: values}, "iqm"),
-                                 seeds_above_zero=sum(1 for s in seeds if s.delta[other].low > 0), seeds=len(seeds))
+                                 seeds_above_zero=sum(1 for s in seeds if s.delta[other].low > 0), seeds=len(seeds),
+                                 hierarchical=hierarchical_bootstrap_ci(nested) if len(nested) == len(seeds)
+                                 else None)
     return EfficacyReport(domain=domain, preset=preset, seeds=seeds, summary=summary, search=search or {})
 
 
@@ -101,10 +124,18 @@ def render(report: EfficacyReport) -> str:
             rest = t["wall"] - t["train"] - t["eval"] - t["proposer"]
             lines.append(f"- seed {s.seed}: {t['wall'] / 60:.1f} min: training {t['train'] / 60:.1f}, evaluation "
                          f"{t['eval'] / 60:.1f}, proposer {t['proposer'] / 60:.1f}, other {rest / 60:.1f}")
-    lines += ["", "Across seeds (stratified bootstrap over seeds, 95% CI):", "",
-              "| evolved - | mean | IQM | seeds with CI above 0 |", "|---|---|---|---|"]
+    if any(s.mcnemar for s in report.seeds):
+        lines += ["", "Exact McNemar per seed (tasks evolved wins-loses against the arm, two-sided p):", "",
+                  "| seed | " + " | ".join(f"vs {o}" for o in COMPARISONS) + " |", "|---|---|---|---|"]
+        for s in report.seeds:
+            lines.append(f"| {s.seed} | " + " | ".join(str(s.mcnemar.get(o, "-")) for o in COMPARISONS) + " |")
+    lines += ["", "Across seeds (95% CIs: stratified bootstrap over seed means, as rliable; hierarchical bootstrap "
+              "over seeds and then tasks, which also carries each seed's task noise):", "",
+              "| evolved - | mean | IQM | hierarchical | seeds with CI above 0 |", "|---|---|---|---|---|"]
     for other, m in report.summary.items():
-        lines.append(f"| {other} | {m.mean} | {m.iqm} | {m.seeds_above_zero}/{m.seeds} |")
+        lines.append(f"| {other} | {m.mean} | {m.iqm} | {m.hierarchical or '-'} | {m.seeds_above_zero}/{m.seeds} |")
+    lines += ["", "Not in these intervals: training noise (two trainings of one harness can differ by a few "
+              "tasks; docs/evolve.md, Repeatability)."]
     return "\n".join(lines) + "\n"
 
 

@@ -57,6 +57,10 @@ def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_re
         diff = sum(scores["evolved"][t] - scores[other][t] for t in scores["evolved"]) / 6
         assert seed["delta"][other]["mean"] == pytest.approx(diff)
         assert report["summary"][other]["mean"]["mean"] == pytest.approx(diff)
+        wins = sum(1 for t in scores["evolved"] if scores["evolved"][t] > 0.5 >= scores[other][t])
+        losses = sum(1 for t in scores["evolved"] if scores[other][t] > 0.5 >= scores["evolved"][t])
+        assert (seed["mcnemar"][other]["wins"], seed["mcnemar"][other]["losses"]) == (wins, losses)
+        assert report["summary"][other]["hierarchical"]["mean"] == pytest.approx(diff), "seeds, then tasks"
     assert "| evolved - | mean | IQM |" in (out / "report.md").read_text()
     t = seed["run"]["evolve_time"]
     assert 0 < t["train"] <= t["wall"] and "- seed 0: " in (out / "report.md").read_text(), "where the time went"

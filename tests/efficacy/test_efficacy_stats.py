@@ -10,7 +10,7 @@ from meta_agent.efficacy.arms import merged_titles
 from meta_agent.efficacy.compute import of_evolve
 from meta_agent.eventlog import EventLog
 from meta_agent.journal import CandidateCreated, Merged
-from meta_agent.stats import iqm, stratified_bootstrap_ci
+from meta_agent.stats import hierarchical_bootstrap_ci, iqm, mcnemar_exact, stratified_bootstrap_ci
 
 
 def _training(path: Path, steps: int, completions: int) -> None:
@@ -62,3 +62,28 @@ def test_a_merge_built_on_an_archived_candidate_is_reported_with_both_changes(tm
     log.append(Merged(cand_id="r/2-0", merge_commit="d" * 40, branch="cand/r/2-0"))
     assert merged_titles(tmp_path) == ["Apply skill overlong-shaping, on r/0-1 (Apply the recipe)",
                                        "Apply skill format-reward"]
+
+
+def test_mcnemar_is_the_exact_binomial_test_on_the_tasks_the_arms_disagree_on() -> None:
+    # seed 2 of the archived CPU benchmark: 5 wins, 0 losses, 55 ties -> p = 2 / 2**5
+    evolved = [1.0] * 5 + [1.0] * 10 + [0.0] * 45
+    static = [0.0] * 5 + [1.0] * 10 + [0.0] * 45
+    t = mcnemar_exact(evolved, static)
+    assert (t.wins, t.losses) == (5, 0) and t.p == pytest.approx(0.0625)
+    assert mcnemar_exact([1.0, 0.0], [1.0, 0.0]).p == 1.0, "no discordant pair: no evidence either way"
+    assert mcnemar_exact([1, 1, 0, 1, 0, 1, 1], [0, 0, 1, 0, 1, 0, 0]).p == pytest.approx(2 * (1 + 7 + 21) / 2**7)
+    with pytest.raises(ValueError, match="paired"):
+        mcnemar_exact([1.0], [1.0, 0.0])
+
+
+def test_the_hierarchical_bootstrap_carries_the_task_noise_the_seed_bootstrap_drops() -> None:
+    # three seeds whose mean differences are 0.10, 0.15, 0.20, each over 20 tasks of +1/0/-1
+    seeds = [[1.0] * 4 + [-1.0] * 2 + [0.0] * 14, [1.0] * 4 + [-1.0] * 1 + [0.0] * 15, [1.0] * 4 + [0.0] * 16]
+    over_seeds = stratified_bootstrap_ci({"math": [sum(s) / len(s) for s in seeds]}, "mean")
+    nested = hierarchical_bootstrap_ci(seeds)
+    assert nested.mean == pytest.approx(0.15) and nested.n == 3
+    assert over_seeds.low == pytest.approx(0.10), "the seed-only percentile bootstrap bottoms out at the worst seed"
+    assert nested.low < over_seeds.low and nested.high > over_seeds.high, "tasks are resampled too"
+    assert hierarchical_bootstrap_ci([[0.5, 0.5]] * 3).low == 0.5, "no spread anywhere: a point"
+    with pytest.raises(ValueError, match="at least one"):
+        hierarchical_bootstrap_ci([])
