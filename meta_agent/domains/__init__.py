@@ -43,7 +43,9 @@ BUILTIN: dict[str, DomainEntry] = {
                         "about 8 min per generation with SmolLM2 on 2 CPU cores, K = 2"),
     "code": DomainEntry("meta_agent.domains.code:CodeDomain", CodeSettings, 4, "code", 30),
     # Multi-turn SWE steps cost ~10x a math step on a 2-core CPU.
-    "swe": DomainEntry("meta_agent.domains.swe:SweDomain", SweSettings, 2, "swe", 30),
+    "swe": DomainEntry("meta_agent.domains.swe:SweDomain", SweSettings, 2, "swe", 30,
+                       "each sealed episode is up to 6 turns of 128 greedy tokens, swe.scaffold: room for a scripted "
+                       "agent that knows the fix (4 turns, 91 tokens at most) to pass"),
 }
 
 

@@ -64,10 +64,12 @@ class CodeSettings(BaseModel):
 
 
 class ScaffoldSettings(BaseModel):
-    """The sealed SWE evaluator's fixed scaffold (the same for every policy it scores)."""
+    """The sealed SWE evaluator's fixed scaffold (the same for every policy it scores). The defaults leave
+    room for a scripted agent that knows the fix to resolve every test instance (tests/swe_domain/
+    test_protocol.py): it sends 4 commands of at most 91 tokens, with 2 turns to spare for exploring."""
 
-    max_turns: int = Field(3, ge=1, description="assistant turns per episode")
-    turn_tokens: int = Field(48, ge=1, description="greedy tokens per assistant turn")
+    max_turns: int = Field(6, ge=1, description="assistant turns per episode")
+    turn_tokens: int = Field(128, ge=1, description="greedy tokens per assistant turn")
     observation_chars: int = Field(600, ge=50, description="command output shown to the policy")
     command_timeout_s: float = Field(10, gt=0)
 
@@ -84,7 +86,9 @@ class SweSettings(BaseModel):
         description="difficulty tiers to draw instances from (easy | medium | hard; `meta-agent tasks list` "
                     "counts them). Instances without a tier (imported, or built before tiers) are used only "
                     "when all three are chosen")
-    scaffold: ScaffoldSettings = ScaffoldSettings()
+    scaffold: ScaffoldSettings = Field(ScaffoldSettings(), description=(
+        "the sealed evaluator's episode: turns, tokens per turn, observation size (docs/swe-tasks.md, 'The "
+        "sealed protocol'); every arm is scored under the same one, and changing it changes every SWE number"))
 
     @field_validator("sandbox")
     @classmethod

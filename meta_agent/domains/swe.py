@@ -19,7 +19,7 @@ from typing import Any
 from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Shard, Split, TaskResult, empty_shard, shard_of
 from meta_agent.domains.settings import SweSettings
-from meta_agent.domains.swe_scaffold import run_episodes
+from meta_agent.domains.swe_scaffold import Replier, greedy_replier, run_episodes
 from meta_agent.sealed import sealed_backend
 from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.checkout import checkout
@@ -176,7 +176,16 @@ class SweDomain:
         if shard is not None and not instances:
             return empty_shard(self.name, split, policy)
         model, tok = load_for_inference(policy, root)
-        episodes = run_episodes(model, tok, instances, self.sandbox, self.settings.scaffold, on_done=on_progress)
+        result = self.score(greedy_replier(model, tok), instances, split, str(policy), on_progress)
+        return result.model_copy(update={"wall_time": time.monotonic() - started})
+
+    def score(self, reply: Replier, instances: list[SweInstance], split: Split, policy: str,
+              on_progress: Any = None) -> EvalResult:
+        """Episodes of the sealed scaffold acted by `reply`, each final diff judged by the sealed tests.
+        `evaluate` passes the policy's greedy decoding; `meta_agent.swe.competent` passes a scripted
+        agent that knows the gold fix, which shows the protocol can be passed."""
+        started = time.monotonic()
+        episodes = run_episodes(reply, instances, self.sandbox, self.settings.scaffold, on_done=on_progress)
         results = []
         for inst, (diff, transcript, end, turns) in zip(instances, episodes, strict=True):
             ok = self._resolved(inst, diff)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,18 @@ def first_messages(instance: SweInstance) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def _greedy(model: Any, tok: Any, convs: list[list[dict[str, str]]], max_new: int) -> list[str]:
+Replier = Callable[[Sequence[list[dict[str, str]]], int], list[str]]
+"""What acts in an episode: the next assistant reply for each conversation, at most `n` tokens each."""
+
+
+def greedy_replier(model: Any, tok: Any) -> Replier:
+    """The policy under evaluation: greedy decoding, all active episodes in one batch."""
     from meta_agent.inference import greedy_chat
 
-    return greedy_chat(model, tok, convs, max_new_tokens=max_new, batch_size=max(1, len(convs)))
+    def reply(convs: Sequence[list[dict[str, str]]], max_new: int) -> list[str]:
+        return greedy_chat(model, tok, convs, max_new_tokens=max_new, batch_size=max(1, len(convs)))
+
+    return reply
 
 
 def _command(reply: str) -> str | None:
@@ -86,8 +94,7 @@ def _turn(e: EvalEpisode, reply: str, last: bool, s: ScaffoldSettings) -> None:
 
 
 def run_episodes(
-    model: Any,
-    tok: Any,
+    reply: Replier,
     instances: list[SweInstance],
     sandbox: Sandbox,
     settings: ScaffoldSettings,
@@ -111,9 +118,9 @@ def run_episodes(
                     active = [e for e in episodes if not e.end_reason]
                     if not active:
                         break
-                    replies = _greedy(model, tok, [e.messages for e in active], settings.turn_tokens)
-                    for e, reply in zip(active, replies, strict=True):
-                        _turn(e, reply, turn + 1 == settings.max_turns, settings)
+                    replies = reply([e.messages for e in active], settings.turn_tokens)
+                    for e, text in zip(active, replies, strict=True):
+                        _turn(e, text, turn + 1 == settings.max_turns, settings)
                 for e in episodes:
                     results.append((e.diff(), "\n".join(e.transcript), e.end_reason, e.turns))
             finally:

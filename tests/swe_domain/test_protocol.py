@@ -1,0 +1,58 @@
+"""The sealed SWE protocol can be passed: an agent that knows the fix resolves every instance within the
+default turns and tokens, from a statement that names the failing tests but never the bug's place or fix."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from meta_agent.domains.settings import ScaffoldSettings, SweSettings
+from meta_agent.domains.swe import SweDomain
+from meta_agent.domains.swe_scaffold import first_messages
+from meta_agent.policy import smollm2_tokenizer
+from meta_agent.swe.competent import CompetentAgent, fix_commands, patch_edits
+from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.statement import changed_lines, quotes_patch
+
+pytestmark = pytest.mark.slow  # real episodes: commands and sealed test runs in the sandbox
+
+SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
+
+
+def _every_instance(domain: SweDomain) -> list[SweInstance]:
+    return [inst for split in ("train", "selection", "test") for inst in domain.instances(split)]  # type: ignore[arg-type]
+
+
+def test_a_competent_agent_resolves_every_instance_within_the_default_protocol(calc_taskset: str) -> None:
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox=SANDBOX))  # the default scaffold: the sealed protocol
+    instances = _every_instance(domain)
+    agent = CompetentAgent(instances, smollm2_tokenizer())
+    result = domain.score(agent, instances, "test", "competent agent")
+    failed = [(r.task_id, r.detail) for r in result.results if not r.correct]
+    assert not failed, f"the protocol cannot be passed on these: {failed}"
+    protocol = ScaffoldSettings()
+    assert not agent.cut and agent.tokens_needed <= protocol.turn_tokens
+    assert all(r.detail.startswith("submit after") for r in result.results), "it submits within the turns"
+    assert max(len(fix_commands(i)) for i in instances) < protocol.max_turns, "with turns to spare for exploring"
+
+
+def test_the_old_protocol_could_not_be_passed(calc_taskset: str) -> None:
+    """3 turns of 48 tokens, the protocol before: no room for the edit, so nothing any policy did could score."""
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox=SANDBOX,
+                                   scaffold=ScaffoldSettings(max_turns=3, turn_tokens=48)))
+    instances = domain.instances("test")
+    agent = CompetentAgent(instances, smollm2_tokenizer())
+    result = domain.score(agent, instances, "test", "competent agent")
+    assert agent.cut and not any(r.correct for r in result.results)
+
+
+def test_what_the_policy_is_shown_names_the_failing_tests_never_the_bug_site_or_fix(calc_taskset: str) -> None:
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox=SANDBOX))
+    for inst in _every_instance(domain):
+        shown = "\n".join(m["content"] for m in first_messages(inst))
+        assert all(test in shown for test in inst.FAIL_TO_PASS[:3]), "an issue names what fails"
+        assert not quotes_patch(shown, inst.patch) and not any(line in shown for line in changed_lines(inst.patch))
+        assert inst.mutation is not None
+        assert f"{inst.mutation.file}:{inst.mutation.line}" not in shown and f"line {inst.mutation.line}" not in shown
+        assert {e.path for e in patch_edits(inst.patch)} == {inst.mutation.file}, "the fix is read from the patch"
