@@ -278,3 +278,48 @@ def verify(
                      ", as every checked instance's lists were found"), highlight=False, soft_wrap=True)
     if disagree or skipped:
         raise typer.Exit(1)
+
+
+@app.command()
+def protocol(
+    taskset: Annotated[str, typer.Option(help="task set to check (`meta-agent tasks list`)")] = "default",
+    split: Annotated[str, typer.Option(help="train | selection | test")] = "test",
+    max_turns: Annotated[int | None, typer.Option(min=1, help="turns per episode (default: swe.scaffold's)")] = None,
+    turn_tokens: Annotated[int | None, typer.Option(min=1, help="tokens per turn (default: swe.scaffold's)")] = None,
+    sandbox: Annotated[str, typer.Option(help="auto | docker | bwrap | process (no isolation)")] = "auto",
+) -> None:
+    """Check that the sealed SWE protocol can be passed on a task set: a scripted agent that knows each
+    gold fix acts it out in the evaluator's own episodes (one shell command per turn, each reply cut at
+    the turn's token budget with SmolLM2's tokenizer) and its diffs are judged by the sealed tests.
+
+    An instance it cannot resolve cannot be resolved by any policy under these settings (a fix too long
+    for one reply, or more edits than turns): give it more --turn-tokens / --max-turns, or leave it out.
+    Exit code 1 when any instance is not resolved.
+    """
+    from meta_agent.domains.settings import ScaffoldSettings, SweSettings
+    from meta_agent.domains.swe import SweDomain
+    from meta_agent.policy import smollm2_tokenizer
+    from meta_agent.swe.competent import CompetentAgent, fix_commands
+    from meta_agent.swe.instance import SPLITS
+
+    if split not in SPLITS:
+        raise typer.BadParameter(f"{split!r}: give one of {', '.join(SPLITS)}", param_hint="--split")
+    defaults = ScaffoldSettings()
+    scaffold = defaults.model_copy(update={"max_turns": max_turns or defaults.max_turns,
+                                           "turn_tokens": turn_tokens or defaults.turn_tokens})
+    domain = SweDomain(SweSettings(taskset=taskset, sandbox=sandbox, scaffold=scaffold, train_size=None,
+                                   selection_size=None, test_size=None))
+    instances = domain.instances(split)
+    agent = CompetentAgent(instances, smollm2_tokenizer())
+    with console.status(f"acting out {len(instances)} gold fixes under {scaffold.max_turns} turns of "
+                        f"{scaffold.turn_tokens} tokens"):
+        result = domain.score(agent, instances, split, "competent agent")
+    failed = [r for r in result.results if not r.correct]
+    for r in failed:
+        console.print(f"[red]not resolved[/] {escape(r.task_id)}: {escape(r.detail)}", highlight=False)
+    turns = max((len(fix_commands(i)) for i in instances), default=0)
+    console.print(f"{taskset}/{split}: {len(instances) - len(failed)} of {len(instances)} resolved by the scripted "
+                  f"agent under {scaffold.max_turns} turns of {scaffold.turn_tokens} tokens; it needed up to "
+                  f"{turns} turns and {agent.tokens_needed} tokens a reply", highlight=False)
+    if failed:
+        raise typer.Exit(1)

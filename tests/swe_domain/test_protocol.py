@@ -56,3 +56,20 @@ def test_what_the_policy_is_shown_names_the_failing_tests_never_the_bug_site_or_
         assert inst.mutation is not None
         assert f"{inst.mutation.file}:{inst.mutation.line}" not in shown and f"line {inst.mutation.line}" not in shown
         assert {e.path for e in patch_edits(inst.patch)} == {inst.mutation.file}, "the fix is read from the patch"
+
+
+def test_a_user_checks_the_protocol_on_a_task_set_from_the_command_line(calc_taskset: str) -> None:
+    from typer.testing import CliRunner
+
+    from meta_agent.commands.tasks import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["protocol", "--taskset", calc_taskset, "--split", "test", "--sandbox", SANDBOX])
+    said = " ".join(ok.output.split())
+    assert ok.exit_code == 0, ok.output
+    assert "2 of 2 resolved by the scripted agent under 6 turns of 128 tokens" in said, said
+    tight = runner.invoke(app, ["protocol", "--taskset", calc_taskset, "--turn-tokens", "48", "--sandbox", SANDBOX])
+    assert tight.exit_code == 1 and "not resolved" in tight.output and "0 of 2 resolved" in " ".join(
+        tight.output.split()), tight.output
+    bad = runner.invoke(app, ["protocol", "--taskset", calc_taskset, "--split", "dev"])
+    assert bad.exit_code == 2 and "train, selection, test" in bad.output
