@@ -227,6 +227,13 @@ AnyJob = Annotated[TrainJob | RunJob, Field(discriminator="kind")]
 _JOBS: TypeAdapter[TrainJob | RunJob] = TypeAdapter(AnyJob)
 
 
+def preload() -> None:
+    """Import what a job imports inside its functions (at first use), so a warm worker has it before its
+    first job. Plain imports, not module names in strings: the architecture test sees them for what they are."""
+    from meta_agent.config import EvolveConfig  # noqa: F401
+    from meta_agent.sealed import sealed_backend  # noqa: F401
+
+
 def job_from_json(data: str | bytes) -> TrainJob | RunJob:
     """A job a worker received (the driver sent `job.model_dump_json()`)."""
     return _JOBS.validate_json(data)

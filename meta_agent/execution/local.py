@@ -14,7 +14,6 @@ a GPU host slot i trains on GPU i mod n.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import multiprocessing as mp
 import os
 import threading
@@ -26,7 +25,7 @@ from multiprocessing.process import BaseProcess
 
 from pydantic import BaseModel
 
-from meta_agent.execution.jobs import Job, JobEnv, job_from_json
+from meta_agent.execution.jobs import Job, JobEnv, job_from_json, preload
 from meta_agent.execution.settings import ExecutorSettings
 from sandboxes.gpu import gpu_nodes
 
@@ -195,8 +194,7 @@ def _serve(conn: Connection, device: str | None, parent: int) -> None:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     import torch
 
-    for module in ("meta_agent.config", "meta_agent.sealed", "meta_agent.evolve.candidate"):
-        importlib.import_module(module)  # what a job imports on first use: loaded before any job
+    preload()
     conn.send_bytes(READY)
     while True:
         try:

@@ -1,8 +1,10 @@
-"""The layout's promises: no import cycle, light modules stay light, `sandboxes` stands alone."""
+"""The layout's promises: no import cycle, light modules stay light, `sandboxes` stands alone, and a
+module named in a string (a registry entry, an `import_module`, a `python -m`) exists and counts."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +46,27 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+_NAMED = re.compile(r"^(?:meta_agent|sandboxes)(?:\.\w+)*(?::\w+)?$")
+
+
+def _named_in_strings(path: Path) -> list[tuple[str, bool]]:
+    """(name, is an import) for every string literal naming a module of ours. A `module:Class` string is a
+    plugin registry entry, loaded on use like an entry point; a plain module name is imported by name
+    (`import_module`, `python -m`, a preload list) and counts as an import."""
+    return [(node.value, ":" not in node.value) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMED.match(node.value)]
+
+
+def _graph(strings: bool = True) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports at module level, and (`strings`) those it imports by name."""
     files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "_data" not in p.parts]
     modules = {_module_name(p) for p in files}
-    return {_module_name(p): _imports(p, modules) for p in files}
+    graph = {_module_name(p): _imports(p, modules) for p in files}
+    if strings:
+        for p in files:
+            me = _module_name(p)
+            graph[me] |= {name for name, imports in _named_in_strings(p) if imports and name in modules and name != me}
+    return graph
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -102,6 +121,23 @@ def test_no_import_cycle_between_modules() -> None:
     assert sum(len(d) for d in graph.values()) > 200, "the graph holds the package's imports"
     cycles = _cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_every_module_named_in_a_string_exists_and_imports_by_name_are_in_the_graph() -> None:
+    files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if "_data" not in p.parts]
+    modules = {_module_name(p): p for p in files}
+    named = {(_module_name(p), name, imports) for p in files for name, imports in _named_in_strings(p)}
+    assert {n for _, n, imports in named if imports} >= {"meta_agent.tracking"}, "the scan sees `python -m`"
+    assert {n for _, n, imports in named if not imports} >= {"sandboxes.bwrap:BwrapSandbox"}, "and registries"
+    for where, name, _ in sorted(named):
+        module, _, cls = name.partition(":")
+        assert module in modules, f"{where} names {name!r}, which is not a module (renamed or removed?)"
+        if cls:
+            defined = {n.name for n in ast.parse(modules[module].read_text()).body if isinstance(n, ast.ClassDef)}
+            assert cls in defined, f"{where} names {name!r}, but {module} defines no class {cls}"
+    loose = _graph(strings=False)
+    added = sum(len(deps) for deps in _graph().values()) - sum(len(deps) for deps in loose.values())
+    assert added >= 1, "imports by name count in the cycle tests"
 
 
 def test_no_import_cycle_between_subpackages() -> None:
