@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from meta_agent.agents.base import Failure, Hypothesis, Implementation, Proposer, Workspace
+from meta_agent.agents.base import Failure, Hypothesis, Implementation, Mounts, Proposer, Repairs, Workspace
 from meta_agent.errors import ContractError
 from meta_agent.gitops import commit_dir, export_tree, format_message
 from meta_agent.untrusted_files import read_bytes
@@ -110,17 +110,17 @@ def implement(
     path = export_tree(repo, base, work)
     extra = [p.parent for p in (rollouts, tasks) if p is not None] + ([evidence] if evidence else [])
     mounts = [Mount(kit_dir.resolve())] + [Mount(p.resolve()) for p in [*readable, *extra] if p.exists()]
-    mounts += getattr(proposer, "mounts", list)()  # e.g. an external coder's relay socket
+    if isinstance(proposer, Mounts):
+        mounts += proposer.mounts()  # e.g. an external coder's relay socket
     with sandbox.open(path, mounts=mounts, limits=limits) as session:
         ws = Workspace(path=path, session=session, kit_dir=kit_dir.resolve(), rollouts=rollouts, tasks=tasks,
                        evidence=evidence)
-        repair = getattr(proposer, "repair", None)
         if failure is None:
             outcome = proposer.implement(hypothesis, ws)
-        elif repair is None:
+        elif not isinstance(proposer, Repairs):
             outcome = Implementation(ok=False, reason=f"{proposer.name} makes no repairs")
         else:
-            outcome = repair(hypothesis, ws, failure)
+            outcome = proposer.repair(hypothesis, ws, failure)
     if not outcome.ok:
         return None, outcome
     _drop_nested_git(path)

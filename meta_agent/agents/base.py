@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, get_args
+from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from meta_agent.llm.text import bound, clean_text
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.store import SkillSet
-from sandboxes import Sandbox, Session
+from sandboxes import Mount, Sandbox, Session
 
 Surface = Literal["rewards", "filters", "rl_settings", "prompts", "diagnostics"]
 SURFACES: tuple[str, ...] = get_args(Surface)
@@ -163,9 +163,8 @@ class Proposer(Protocol):
     """Turns a rollout report into hypotheses and implements them. A class registered in `PROPOSERS`
     (or named as `module:Class`) is built with `Class.from_config(cfg, skills, run_dir)`.
 
-    A proposer may also define `repair(hypothesis, workspace, failure: Failure) -> Implementation`:
-    the workspace then holds its failed attempt, and a revision is committed on the same branch and
-    backtested again (up to `repair_turns` times). One without it gets no repair turns.
+    Optional capabilities are protocols of their own, checked with `isinstance`: `Repairs` (repair
+    turns), `Mounts` (extra read-only paths in the coder's sandbox), `BudgetAware` (its own budget).
     """
 
     name: str
@@ -181,6 +180,28 @@ class Proposer(Protocol):
     def learn(self, outcome: Outcome) -> Path | None:
         """After a verdict: optionally write or update a skill; returns a new skill folder to register."""
         ...
+
+
+@runtime_checkable
+class Repairs(Protocol):
+    """A proposer that revises a failed attempt: the workspace holds it, and the revision is committed on the
+    same branch and backtested again (up to `repair_turns` times). One without it gets no repair turns."""
+
+    def repair(self, hypothesis: Hypothesis, workspace: Workspace, failure: Failure) -> Implementation: ...
+
+
+@runtime_checkable
+class Mounts(Protocol):
+    """A proposer whose coder needs more in its sandbox session (e.g. an external coder's relay socket)."""
+
+    def mounts(self) -> list[Mount]: ...
+
+
+@runtime_checkable
+class BudgetAware(Protocol):
+    """A proposer with a budget of its own (LLM tokens, dollars): the reason the run must stop, or None."""
+
+    def budget_reason(self) -> str | None: ...
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from meta_agent.agents.base import Failure, Hypothesis
+from meta_agent.agents.base import Failure, Hypothesis, Repairs
 from meta_agent.backtest.gate import ci_level, decide
 from meta_agent.backtest.replay import run_replay
 from meta_agent.backtest.replay_set import ReplaySet
@@ -115,7 +115,7 @@ class CandidateRun:
             cascade = self.cascade(commit, self.gen.main_before)
             for attempt in range(1, ctx.cfg.repair_turns + 1):
                 failed = cascade[-1]
-                if failed.passed or failed.stage not in REPAIRABLE or not hasattr(ctx.proposer, "repair"):
+                if failed.passed or failed.stage not in REPAIRABLE or not isinstance(ctx.proposer, Repairs):
                     break
                 repaired = ctx.step(self.key(f"repair-{attempt}"), Repaired,
                                     functools.partial(self._repair, commit, failed, attempt))

@@ -17,7 +17,7 @@ from typing import Any
 import git
 from filelock import FileLock, Timeout
 
-from meta_agent.agents.base import Proposer
+from meta_agent.agents.base import BudgetAware, Proposer
 from meta_agent.config import EvolveConfig
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains import DOMAINS, EvalResult, domain_entry, domain_for
@@ -138,7 +138,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
         budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),
         kit_dir=prepare_kit(run_dir / ".skillkit"), repairs=repairs, executor=executor,
     )
-    if hasattr(ctx.proposer, "budget_reason"):
+    if isinstance(ctx.proposer, BudgetAware):
         ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
     event = ctx.step("run/start", RunStarted, lambda: RunStarted(
         run_id=ctx.run_id, domain=cfg.domain, harness=str(repo.working_dir),
