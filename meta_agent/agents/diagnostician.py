@@ -46,7 +46,7 @@ class PathArgs(BaseModel):
     path: str = Field(".", description="relative to the harness root")
 
 
-class GrepArgs(BaseModel):
+class EvidenceGrepArgs(BaseModel):
     pattern: str = Field(description="Python regular expression")
 
 
@@ -132,7 +132,7 @@ class HarnessReader:
                  self._list),
             Tool("read_file", "Read one file of the harness or of the evidence folder (evidence/...).", PathArgs,
                  self._read),
-            Tool("grep", "Search the harness and the evidence folder for a regular expression.", GrepArgs,
+            Tool("grep", "Search the harness and the evidence folder for a regular expression.", EvidenceGrepArgs,
                  self._grep),
         ]
 
@@ -149,7 +149,7 @@ class HarnessReader:
                               "what is)", ok=False)
         return ToolResult(text[:READ_CHARS])
 
-    def _grep(self, a: GrepArgs) -> ToolResult:
+    def _grep(self, a: EvidenceGrepArgs) -> ToolResult:
         """The model's pattern runs here, on the trusted side, so under a hard deadline for the whole
         search (the `regex` engine checks it while matching): a catastrophic pattern costs seconds, not the run."""
         try:

@@ -29,7 +29,7 @@ TOKEN_SLACK = 1.1
 """Room for re-tokenizing (10%, and 4 tokens a completion): decoded text need not split back into the same tokens."""
 
 
-class Budget(BaseModel):
+class ComputeBudget(BaseModel):
     """What main's settings (trusted: main was merged) allow one training run of `steps` steps."""
 
     completions_per_step: int
@@ -60,11 +60,12 @@ def settings_of(repo: git.Repo, commit: str) -> dict[str, Any]:
         return {}
 
 
-def budget_of(repo: git.Repo, commit: str, steps: int) -> Budget | None:
+def budget_of(repo: git.Repo, commit: str, steps: int) -> ComputeBudget | None:
     rl = settings_of(repo, commit)
     try:
-        return Budget(completions_per_step=int(rl.get("prompts_per_step", 2)) * int(rl.get("num_generations", 4)),
-                      max_completion_length=int(rl.get("max_completion_length", 48)), steps=steps)
+        per_step = int(rl.get("prompts_per_step", 2)) * int(rl.get("num_generations", 4))
+        length = int(rl.get("max_completion_length", 48))
+        return ComputeBudget(completions_per_step=per_step, max_completion_length=length, steps=steps)
     except (TypeError, ValueError):
         return None
 
@@ -96,7 +97,7 @@ def multi_turn(rollouts: list[RolloutRecord]) -> bool:
     return any("policy_tokens" in r.extra for r in rollouts)
 
 
-def overspent(cand: Spent, control: Spent, budget: Budget | None, steps: int, multi_turn: bool) -> str | None:
+def overspent(cand: Spent, control: Spent, budget: ComputeBudget | None, steps: int, multi_turn: bool) -> str | None:
     """Why the candidate spent more than the control may, with the numbers; None when it did not."""
     if control.optimizer_steps is not None and cand.optimizer_steps is None:
         return (f"its checkpoint carries no optimizer state ({OPTIMIZER_STATE}), main's does: the steps it took "

@@ -122,7 +122,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return candidate
 
 
-class Reporter:
+class ResultWriter:
     def __init__(self, path: str) -> None:
         self._f = open(path, "wb")  # noqa: SIM115 - opened before the program runs, kept open
 
@@ -158,7 +158,7 @@ def main() -> None:
     with open(payload_path, "rb") as f:
         payload = marshal.load(f)
     os.unlink(payload_path)
-    report = Reporter(result_path)
+    report = ResultWriter(result_path)
     sys.argv = ["solution.py"]
     _limit(payload["memory_mb"], payload["cpu_s"], payload["file_bytes"])
     _block_processes()

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from meta_agent.code_tasks.executor import Executor, ProgramJob
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob
 from meta_agent.code_tasks.problem import CodeProblem, CodeTest, examples_text
 
 STDLIB_ONLY = frozenset({
@@ -109,7 +109,7 @@ def _tests(params: list[str], first: list[Any], second: list[Any]) -> list[CodeT
     return tests
 
 
-def load(n: int, executor: Executor) -> list[CodeProblem]:
+def load(n: int, executor: ProgramExecutor) -> list[CodeProblem]:
     """Up to `n` problems with at least MIN_TESTS agreeing generated tests each."""
     chosen = candidates(n)
     jobs = []

@@ -1,6 +1,6 @@
 """Host side of sandboxed test execution: batches programs and tests into few runner calls.
 
-One sandbox session per Executor (opened on first use, on a private temp dir that no harness
+One sandbox session per ProgramExecutor (opened on first use, on a private temp dir that no harness
 session ever mounts); each `run` call sends many programs and tests to runner.py at once, because
 a sandbox round trip costs more than a test.
 """
@@ -39,7 +39,7 @@ class ExecutionError(RuntimeError):
     """The runner itself failed (not a program under test): the sandbox could not run the batch."""
 
 
-class TestOutcome(BaseModel):
+class CaseOutcome(BaseModel):
     verdict: Verdict
     detail: str = ""
     seconds: float = 0.0
@@ -48,7 +48,7 @@ class TestOutcome(BaseModel):
 
 class ProgramRun(BaseModel):
     id: str
-    outcomes: list[TestOutcome]
+    outcomes: list[CaseOutcome]
 
     @property
     def passed(self) -> bool:
@@ -77,7 +77,7 @@ class ProgramJob:
     """PYTHONHASHSEED of the test processes (fixed, so set ordering and verdicts repeat)."""
 
 
-class Executor:
+class ProgramExecutor:
     """Runs programs against tests in one sandbox session; close() (or `with`) ends the session."""
 
     def __init__(self, backend: str | Sandbox = "auto", *, timeout_s: float = 5.0, memory_mb: int = 1024,
@@ -160,7 +160,7 @@ class Executor:
             raise ExecutionError(f"the code test runner failed on a batch of {len(jobs)} programs "
                                  f"({n_tests} tests) in the {self.sandbox.name} sandbox: {result.describe_failure()}")
         out_file.unlink()
-        return {j.id: ProgramRun(id=j.id, outcomes=[TestOutcome.model_validate(o) for o in raw[j.id]]) for j in jobs}
+        return {j.id: ProgramRun(id=j.id, outcomes=[CaseOutcome.model_validate(o) for o in raw[j.id]]) for j in jobs}
 
     def close(self) -> None:
         if self._session is not None:
@@ -170,7 +170,7 @@ class Executor:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> ProgramExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:

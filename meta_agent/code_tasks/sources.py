@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from meta_agent.code_tasks import codeio, humaneval, importer
-from meta_agent.code_tasks.executor import Executor, ProgramJob
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob
 from meta_agent.code_tasks.problem import CodeProblem
 from meta_agent.contract import write_jsonl
 from meta_agent.paths import cache_dir
@@ -40,7 +40,7 @@ def _cached(key: str, build: Callable[[], list[CodeProblem]]) -> list[CodeProble
     return problems
 
 
-def check_references(problems: list[CodeProblem], executor: Executor) -> list[CodeProblem]:
+def check_references(problems: list[CodeProblem], executor: ProgramExecutor) -> list[CodeProblem]:
     """Drop visible tests a problem's reference fails (wrong examples) and problems whose reference
     fails a hidden test (broken tests or reference); problems without a reference stay as they are."""
     with_ref = [p for p in problems if p.reference]
@@ -64,7 +64,7 @@ def check_references(problems: list[CodeProblem], executor: Executor) -> list[Co
     return out
 
 
-def load_source(name: str, executor: Executor, codeio_problems: int) -> list[CodeProblem]:
+def load_source(name: str, executor: ProgramExecutor, codeio_problems: int) -> list[CodeProblem]:
     if name == "humaneval":
         return _cached("humaneval", lambda: humaneval.fill_missing_visible(
             check_references(humaneval.load(), executor)))
@@ -74,7 +74,7 @@ def load_source(name: str, executor: Executor, codeio_problems: int) -> list[Cod
     raise ValueError(f"unknown code task source {name!r}; available: humaneval, codeio")
 
 
-def load_file(path: Path, executor: Executor, visible: int) -> list[CodeProblem]:
+def load_file(path: Path, executor: ProgramExecutor, visible: int) -> list[CodeProblem]:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     return _cached(f"import-{path.stem}-{digest}-v{visible}",
                    lambda: check_references(list(importer.read_file(path, visible)), executor))

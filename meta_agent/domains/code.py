@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from meta_agent.code_tasks import sources
-from meta_agent.code_tasks.executor import Executor, ProgramJob, ProgramRun
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob, ProgramRun
 from meta_agent.code_tasks.extract import conversation, extract_program
 from meta_agent.code_tasks.passk import pass_at_k, sample_chat
 from meta_agent.code_tasks.probes import PROBE_KINDS, hardcoded_completion
@@ -44,7 +44,7 @@ class CodeDomain:
             raise ValueError(f"pass_k {self.settings.pass_k} needs pass_k_samples >= every k "
                              f"(it is {self.settings.pass_k_samples})")
         s = self.settings
-        self.executor = Executor(s.sandbox or "auto", timeout_s=s.test_timeout_s, memory_mb=s.memory_mb,
+        self.executor = ProgramExecutor(s.sandbox or "auto", timeout_s=s.test_timeout_s, memory_mb=s.memory_mb,
                                  workers=s.workers)
         self._finalizer = weakref.finalize(self, self.executor.close)
         self._splits: dict[Split, list[CodeProblem]] | None = None

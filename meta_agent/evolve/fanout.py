@@ -7,7 +7,7 @@ from __future__ import annotations
 from meta_agent.crashpoints import crashpoint
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.steps import run_jobs
-from meta_agent.execution.jobs import Job, RunJob, RunResult, TrainJob
+from meta_agent.execution.jobs import Job, RunJob, RunJobResult, TrainJob
 from meta_agent.journal import StageDone
 from meta_agent.llm.text import bound
 from meta_agent.verdicts import StageResult
@@ -30,7 +30,7 @@ def run_backtests(ctx: RunContext, g: int, jobs: list[TrainJob], also: list[RunJ
     ctx.reporter.phase(f"gen {g}: {what}{extra} ({where})")
     for job, result in run_jobs(ctx, todo):
         if isinstance(job, RunJob):
-            assert isinstance(result, RunResult)
+            assert isinstance(result, RunJobResult)
             trained = result.trained_run(job.label)
             crashpoint("step/after-work", ctx.run_dir)
             ctx.log.append(trained, key=job.key)

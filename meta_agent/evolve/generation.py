@@ -32,7 +32,7 @@ from meta_agent.evolve.fanout import run_backtests
 from meta_agent.evolve.static_arm import static_jobs
 from meta_agent.evolve.steps import evaluate, evaluated, results, run_jobs, train_job
 from meta_agent.evolve.winners import learn_from, merge_winners
-from meta_agent.execution.jobs import RunJob, RunResult
+from meta_agent.execution.jobs import RunJob, RunJobResult
 from meta_agent.gitops import export_tree
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.journal import (
@@ -162,7 +162,7 @@ class Generation:
         ran: dict[str, Trained] = {}
         labels = {job.key: job.label for job in [*jobs, *reruns]}
         for job, result in run_jobs(ctx, [*jobs, *reruns]):
-            assert isinstance(result, RunResult)
+            assert isinstance(result, RunJobResult)
             ran[job.key] = result.trained_run(labels[job.key])
             if job.key == self.key("main-train"):
                 crashpoint("step/after-work", ctx.run_dir)

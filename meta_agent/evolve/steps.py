@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from meta_agent.domains.base import EvalResult, Split, merge_shards
 from meta_agent.evolve.context import RunContext
-from meta_agent.execution.jobs import Job, JobEnv, RunJob, RunResult
+from meta_agent.execution.jobs import Job, JobEnv, RunJob, RunJobResult
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.journal import Evaluated, Trained
 
@@ -74,12 +74,12 @@ def finish_eval(ctx: RunContext, out: Path) -> EvalResult:
     return EvalResult.model_validate_json(out.read_text())
 
 
-def results(ctx: RunContext, jobs: list[RunJob]) -> dict[str, RunResult]:
+def results(ctx: RunContext, jobs: list[RunJob]) -> dict[str, RunJobResult]:
     """Run the jobs; each one's result by key (a failure stops the run with the job's label and reason)."""
     by_key = {job.key: job for job in jobs}
-    out: dict[str, RunResult] = {}
+    out: dict[str, RunJobResult] = {}
     for job, result in run_jobs(ctx, list(jobs)):
-        assert isinstance(result, RunResult)
+        assert isinstance(result, RunJobResult)
         out[job.key] = result.ok(by_key[job.key].label)
     return out
 

@@ -143,14 +143,14 @@ class TrainJob(Job):
         return StageResult.model_validate_json(data)
 
 
-class RunResult(BaseModel):
+class RunJobResult(BaseModel):
     """What a `RunJob` did: its training run and/or its evaluation, or why it failed."""
 
     trained: Trained | None = None
     evaluated: Evaluated | None = None
     error: str | None = None
 
-    def ok(self, what: str) -> RunResult:
+    def ok(self, what: str) -> RunJobResult:
         """Itself, unless the job failed: then the run stops with the reason (a failure of main's own
         training or of a sealed evaluation is the run's, not a candidate's; the run can be resumed)."""
         if self.error is not None:
@@ -190,7 +190,7 @@ class RunJob(Job):
     shard: Shard | None = None
     """(i, n): only the i-th of n consecutive slices of the split's tasks (`domains.base.shard_of`)."""
 
-    def execute(self, env: JobEnv, attempt: int | None = 1) -> RunResult:
+    def execute(self, env: JobEnv, attempt: int | None = 1) -> RunJobResult:
         policy, trained, evaluated = Path(self.policy), None, None
         started = time.time()
         if self.commit is not None:
@@ -214,13 +214,13 @@ class RunJob(Job):
                                                limit=self.eval_limit, root=Path(self.root_policy), **sharded)
             atomic_write_text(Path(self.eval_out), result.model_dump_json(indent=2))
             evaluated = Evaluated(score=result.score.mean, eval_seconds=result.wall_time)
-        return RunResult(trained=trained, evaluated=evaluated)
+        return RunJobResult(trained=trained, evaluated=evaluated)
 
-    def failed(self, why: str) -> RunResult:
-        return RunResult(error=why)
+    def failed(self, why: str) -> RunJobResult:
+        return RunJobResult(error=why)
 
-    def parse(self, data: str | bytes) -> RunResult:
-        return RunResult.model_validate_json(data)
+    def parse(self, data: str | bytes) -> RunJobResult:
+        return RunJobResult.model_validate_json(data)
 
 
 AnyJob = Annotated[TrainJob | RunJob, Field(discriminator="kind")]

@@ -21,7 +21,7 @@ from typing import Any
 MESSAGE_CHARS = 4000
 
 
-class Reporter:
+class OutcomeCollector:
     """A pytest plugin object: selection by node id, per-test outcomes, optional per-test line coverage."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
@@ -147,7 +147,7 @@ def main() -> int:
 
     for entry in reversed(spec["python_path"]):
         sys.path.insert(0, os.path.normpath(os.path.join(spec["root"], entry)))
-    reporter = Reporter(spec)
+    reporter = OutcomeCollector(spec)
     code: int = 3
     try:
         code = int(pytest.main(spec["args"], plugins=[reporter]))

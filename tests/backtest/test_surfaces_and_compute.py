@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from meta_agent.backtest.compute import OPTIMIZER_STATE, Budget, Spent, optimizer_steps, overspent
+from meta_agent.backtest.compute import OPTIMIZER_STATE, ComputeBudget, Spent, optimizer_steps, overspent
 from meta_agent.backtest.surfaces import classify
 from tests.conftest import commit_all
 
@@ -38,7 +38,7 @@ def test_reward_code_weights_and_tests_are_replayed_settings_and_trainer_are_not
         "harness.yaml: rl.learning_rate", "harness/math/prompts.py", "harness/replay.py"]
 
 
-BUDGET = Budget(completions_per_step=8, max_completion_length=48, steps=2)
+BUDGET = ComputeBudget(completions_per_step=8, max_completion_length=48, steps=2)
 CONTROL = Spent(completions=16, generated_tokens=700, longest_completion=52, optimizer_steps=2)
 
 

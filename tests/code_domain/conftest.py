@@ -1,5 +1,5 @@
 """Fixtures for the code domain: one sealed CodeDomain (HumanEval only, the test sandbox) per session,
-and an Executor on the same sandbox backend."""
+and an ProgramExecutor on the same sandbox backend."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from meta_agent.code_tasks.executor import Executor
+from meta_agent.code_tasks.executor import ProgramExecutor
 from meta_agent.domains.code import CodeDomain, CodeSettings
 from tests.conftest import TEST_SANDBOX
 
@@ -23,6 +23,6 @@ def code_domain() -> Iterator[CodeDomain]:
 
 
 @pytest.fixture(scope="session")
-def executor() -> Iterator[Executor]:
-    with Executor(TEST_SANDBOX, timeout_s=2.0, memory_mb=512, workers=2) as ex:
+def executor() -> Iterator[ProgramExecutor]:
+    with ProgramExecutor(TEST_SANDBOX, timeout_s=2.0, memory_mb=512, workers=2) as ex:
         yield ex

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from meta_agent.code_tasks.executor import Executor, ProgramJob
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob
 from meta_agent.code_tasks.problem import CodeTest
 
 ADD = "def add(a, b):\n    return a + b\n"
@@ -26,7 +26,7 @@ ATTACKS = {
 
 
 @pytest.fixture(scope="module")
-def runs(executor: Executor) -> dict[str, object]:
+def runs(executor: ProgramExecutor) -> dict[str, object]:
     jobs = [ProgramJob(id="healthy-before", program=ADD, tests=TESTS, entry_point="add")]
     jobs += [ProgramJob(id=name, program=program, tests=TESTS, entry_point="add")
              for name, (program, _) in ATTACKS.items()]
@@ -45,12 +45,12 @@ def test_healthy_programs_in_the_same_batch_still_pass(runs: dict) -> None:
     assert runs["healthy-before"].passed and runs["healthy-after"].passed
 
 
-def test_the_session_survives_and_runs_the_next_batch(runs: dict, executor: Executor) -> None:
+def test_the_session_survives_and_runs_the_next_batch(runs: dict, executor: ProgramExecutor) -> None:
     again = executor.run([ProgramJob(id="again", program=ADD, tests=TESTS, entry_point="add")])
     assert again["again"].passed
 
 
-def test_an_always_equal_object_does_not_pass_assert_tests(executor: Executor) -> None:
+def test_an_always_equal_object_does_not_pass_assert_tests(executor: ProgramExecutor) -> None:
     cheat = ("class Anything:\n    def __eq__(self, other):\n        return True\n\n"
              "def add(a, b):\n    return Anything()\n")
     code = CodeTest(code="def check(candidate):\n    assert candidate(2, 3) == 5\ncheck(add)\n")

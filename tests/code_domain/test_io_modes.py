@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_agent.code_tasks.executor import Executor, ProgramJob
+from meta_agent.code_tasks.executor import ProgramExecutor, ProgramJob
 from meta_agent.code_tasks.importer import ImportFormatError, read_file
 from meta_agent.code_tasks.problem import CodeProblem
 
@@ -54,7 +54,7 @@ def _load(tmp_path: Path, name: str) -> CodeProblem:
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
-def test_imported_problem_judges_right_and_wrong_programs(name: str, tmp_path: Path, executor: Executor) -> None:
+def test_imported_problem_judges_right_and_wrong_programs(name: str, tmp_path: Path, executor: ProgramExecutor) -> None:
     problem = _load(tmp_path, name)
     _, right, wrong = ROWS[name]
     assert problem.visible and len(problem.hidden) >= len(problem.visible)

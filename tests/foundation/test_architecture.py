@@ -161,3 +161,15 @@ def test_the_config_imports_no_domain_implementation() -> None:
 def test_sandboxes_is_importable_alone() -> None:
     loaded = _imported_by("import sandboxes, sandboxes.bwrap, sandboxes.docker, sandboxes.doctor")
     assert not {m for m in loaded if m.startswith("meta_agent")}
+
+
+def test_one_name_per_class() -> None:
+    """A reader who greps for a class finds one: two `Executor`s or two `RunResult`s read as one thing."""
+    where: dict[str, list[str]] = {}
+    for pkg in PACKAGES:
+        for p in (ROOT / pkg).rglob("*.py"):
+            for node in ast.parse(p.read_text()).body:
+                if isinstance(node, ast.ClassDef):
+                    where.setdefault(node.name, []).append(_module_name(p))
+    twice = {name: mods for name, mods in where.items() if len(mods) > 1}
+    assert not twice, f"class names defined more than once: {twice}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from meta_agent.agents.diagnostician import GREP_SECONDS, GrepArgs, HarnessReader, PathArgs
+from meta_agent.agents.diagnostician import GREP_SECONDS, EvidenceGrepArgs, HarnessReader, PathArgs
 
 
 def _reader(tmp_path: Path) -> HarnessReader:
@@ -17,13 +17,13 @@ def _reader(tmp_path: Path) -> HarnessReader:
 def test_a_catastrophic_pattern_is_stopped_at_the_deadline(tmp_path: Path) -> None:
     reader = _reader(tmp_path)
     started = time.monotonic()
-    result = reader._grep(GrepArgs(pattern=r"(\w+\s?)+$"))  # exponential backtracking on the long line
+    result = reader._grep(EvidenceGrepArgs(pattern=r"(\w+\s?)+$"))  # exponential backtracking on the long line
     assert time.monotonic() - started < GREP_SECONDS + 5
     assert not result.ok and "was stopped" in result.text
 
 
 def test_grep_still_finds_lines_and_refuses_bad_patterns_and_outside_paths(tmp_path: Path) -> None:
     reader = _reader(tmp_path)
-    assert reader._grep(GrepArgs(pattern=r"def \w+")).text == "harness/rewards.py:1: def correctness(r):"
-    assert not reader._grep(GrepArgs(pattern="(unclosed")).ok
+    assert reader._grep(EvidenceGrepArgs(pattern=r"def \w+")).text == "harness/rewards.py:1: def correctness(r):"
+    assert not reader._grep(EvidenceGrepArgs(pattern="(unclosed")).ok
     assert not reader._read(PathArgs(path="../../etc/passwd")).ok
