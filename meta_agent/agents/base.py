@@ -9,9 +9,11 @@ from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkabl
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
+from meta_agent.journal import VerdictRecorded
 from meta_agent.llm.text import bound, clean_text
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.store import SkillSet
+from meta_agent.verdicts import Verdict
 from sandboxes import Mount, Sandbox, Session
 
 Surface = Literal["rewards", "filters", "rl_settings", "prompts", "diagnostics"]
@@ -123,8 +125,9 @@ class ProposalContext:
     """A read-only export of main at this generation."""
     skills: SkillSet
     seed: int
-    history: list[dict[str, Any]] = field(default_factory=list)
-    """Earlier candidates of this run: hypothesis title, skills, verdict, stage."""
+    history: list[VerdictRecorded] = field(default_factory=list)
+    """Earlier candidates of this run, as journaled: verdict, stage, reason, delta, and the hypothesis's title,
+    skills and skill params."""
     evidence_dir: Path | None = None
     """The generation's evidence folder (meta_agent/evolve/evidence.py), read-only."""
     sandbox: Sandbox | None = None
@@ -213,7 +216,7 @@ class Outcome:
     domain: str
     hypothesis: Hypothesis
     diff: str
-    verdict: dict[str, Any]
-    """Verdict fields: verdict, stage, reason, kind, delta, ci."""
+    verdict: Verdict
+    """The candidate's verdict: verdict, stage, reason, kind, delta, ci."""
     skills_dir: Path
     """The run's skills library: where a new skill folder must be written."""

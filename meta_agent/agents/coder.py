@@ -9,6 +9,7 @@ from pathlib import Path
 from meta_agent.agents.base import Failure, Hypothesis, Implementation, Workspace
 from meta_agent.agents.coder_tools import CoderTools, Committed, GaveUp, ListArgs, ReadArgs
 from meta_agent.agents.prompts import load_prompt
+from meta_agent.journal_keys import slot_of_workspace
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.client import LLMClient
 from meta_agent.llm.errors import LLMRequestError
@@ -20,9 +21,9 @@ SKILL_CHARS = 6_000
 
 def session_name(ws: Workspace, h: Hypothesis) -> tuple[str, str | None]:
     """(transcript file stem, ledger scope) from the loop's layout gen-NNN/cand-K, else from the title."""
-    m = re.search(r"gen-(\d+)/cand-(\d+)", ws.path.as_posix())
-    if m:
-        g, k = int(m.group(1)), int(m.group(2))
+    slot = slot_of_workspace(ws.path.as_posix())
+    if slot:
+        g, k = slot
         return f"g{g}-c{k}-coder", f"g{g}"
     slug = re.sub(r"[^a-z0-9]+", "-", h.title.lower()).strip("-")[:40] or "candidate"
     return f"coder-{slug}", None

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.agents.prompts import load_prompt
 from meta_agent.agents.python_tool import DESCRIPTION, PythonArgs, run_python, throwaway_session
+from meta_agent.journal import VerdictRecorded
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.client import LLMClient
 from meta_agent.llm.tools import Tool, ToolResult
@@ -72,11 +73,10 @@ def render_report(report: RolloutReport) -> str:
     return "\n".join(lines)
 
 
-def render_history(history: list[dict[str, object]]) -> str:
+def render_history(history: list[VerdictRecorded]) -> str:
     if not history:
         return "none yet"
-    return "\n".join(f"- {h.get('cand_id')}: {h.get('title')} -> {h.get('verdict')} at {h.get('stage')}: "
-                     f"{str(h.get('reason'))[:200]}" for h in history)
+    return "\n".join(f"- {h.cand_id}: {h.title} -> {h.verdict} at {h.stage}: {h.reason[:200]}" for h in history)
 
 
 @dataclass

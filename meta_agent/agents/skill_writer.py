@@ -4,7 +4,6 @@ folder (SKILL.md + optional apply.py), validated with the same loader the librar
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from meta_agent.agents.base import Outcome, PredictedEffect
 from meta_agent.agents.prompts import load_prompt
+from meta_agent.journal_keys import CandidateId
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.client import LLMClient
 from meta_agent.llm.errors import LLMRequestError
@@ -51,7 +51,7 @@ class SkipArgs(BaseModel):
 def body_of(d: SkillDraft, outcome: Outcome) -> str:
     v = outcome.verdict
     sections = [("When to apply", d.when_to_apply), ("How", d.how), ("Pitfalls", d.pitfalls), ("Example", d.example),
-                ("Evidence", f"{v.get('cand_id')}: {v.get('verdict')} at {v.get('stage')} ({v.get('reason')})")]
+                ("Evidence", f"{v.cand_id}: {v.verdict} at {v.stage} ({v.reason})")]
     return "\n\n".join(f"## {title}\n{text.strip()}" for title, text in sections if text.strip())
 
 
@@ -64,15 +64,19 @@ class SkillWriter:
     def write(self, outcome: Outcome) -> Path | None:
         if not outcome.diff.strip():
             return None  # nothing was built: there is no change to learn from
-        cand = str(outcome.verdict.get("cand_id", ""))
-        k = re.search(r"-(\d+)$", cand)
-        stem = f"g{outcome.generation}-c{k.group(1) if k else 'x'}-skill-writer"
+        cand = outcome.verdict.cand_id
+        try:
+            k: object = CandidateId.parse(cand).k
+        except ValueError:
+            k = "x"
+        stem = f"g{outcome.generation}-c{k}-skill-writer"
         transcript = Transcript(self.transcripts / f"{stem}.jsonl", agent="skill writer", model=self.client.model,
                                 meta={"run": outcome.run_id, "candidate": cand})
         diff = outcome.diff if len(outcome.diff) <= DIFF_CHARS else outcome.diff[:DIFF_CHARS] + "\n[... diff cut ...]"
         user = load_prompt(
             "skill_writer_user", run_id=outcome.run_id, generation=outcome.generation,
-            verdict=json.dumps(outcome.verdict), hypothesis=outcome.hypothesis.model_dump_json(indent=2), diff=diff,
+            verdict=json.dumps(outcome.verdict.model_dump(mode="json")),
+            hypothesis=outcome.hypothesis.model_dump_json(indent=2), diff=diff,
             skills="\n".join(f"- {s.name}: {s.meta.description}" for s in self.skills.all()) or "none")
         session = AgentSession(self.client, transcript, agent="skill writer", scope=f"g{outcome.generation}",
                                system=load_prompt("skill_writer_system"), user=user)
@@ -112,8 +116,8 @@ class SkillWriter:
             previous = self.skills.get(d.name).meta
         except KeyError:
             previous = None
-        provenance = {"source": "llm", "run": outcome.run_id, "candidate": str(outcome.verdict.get("cand_id", "")),
-                      "verdict": str(outcome.verdict.get("verdict", ""))}
+        provenance = {"source": "llm", "run": outcome.run_id, "candidate": outcome.verdict.cand_id,
+                      "verdict": outcome.verdict.verdict}
         if previous is not None:
             provenance["revises"] = d.name
         meta = SkillMeta(

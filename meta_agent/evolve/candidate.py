@@ -27,6 +27,7 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.gitops import add_note, export_tree
 from meta_agent.journal import CandidateCreated, Repaired, StageDone, VerdictRecorded
+from meta_agent.journal_keys import CandidateId, cand_dir, gen_key
 from meta_agent.llm.text import bound
 from meta_agent.verdicts import StageResult, Verdict
 from meta_agent.workspace import implement
@@ -56,7 +57,7 @@ class GenerationView:
     """The generation's evidence folder (the coder reads it as `evidence/...`)."""
 
     def key(self, *parts: object) -> str:
-        return "/".join([f"g{self.g}", *map(str, parts)])
+        return gen_key(self.g, *parts)
 
 
 class CandidateRun:
@@ -70,8 +71,12 @@ class CandidateRun:
         self.defer_train = False
 
     @property
+    def id(self) -> CandidateId:
+        return CandidateId(self.ctx.run_id, self.gen.g, self.k)
+
+    @property
     def cand_id(self) -> str:
-        return f"{self.ctx.run_id}/{self.gen.g}-{self.k}"
+        return str(self.id)
 
     @property
     def stage_id(self) -> str:
@@ -80,14 +85,14 @@ class CandidateRun:
 
     @property
     def branch(self) -> str:
-        return f"cand/{self.cand_id}"
+        return self.id.branch
 
     @property
     def dir(self) -> Path:
-        return self.gen.dir / f"cand-{self.k}{self.tag}"
+        return self.gen.dir / cand_dir(self.k, self.tag)
 
     def key(self, part: str) -> str:
-        return self.gen.key(f"c{self.k}{self.tag}", part)
+        return self.id.key(part, tag=self.tag)
 
     def pending_train(self) -> TrainJob | None:
         """Everything of this candidate up to its training backtest (implement, static, replay, repairs);

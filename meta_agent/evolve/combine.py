@@ -23,10 +23,11 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.gitops import MergeConflict, export_tree, merge_commit
 from meta_agent.harness_runner import HarnessRunner
 from meta_agent.journal import CandidateCreated, Combined, MainReplayed
+from meta_agent.journal_keys import COMBINED, cand_dir, cand_key
 from meta_agent.verdicts import Verdict
 from meta_agent.workspace import implement
 
-TAG = "+combined"
+TAG = COMBINED
 
 
 def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created: CandidateCreated, new_main: str
@@ -35,7 +36,7 @@ def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created:
     assert created.commit is not None
     try:
         merged = merge_commit(ctx.repo, created.branch, f"Combine {created.branch} with main",
-                              when=ctx.when(view.key(f"c{k}{TAG}", "merge")))
+                              when=ctx.when(cand_key(view.g, k, "merge", tag=TAG)))
         ctx.repo.git.update_ref(f"refs/meta-agent/combined/{created.cand_id}", merged)  # kept from gc until merged
         return Combined(cand_id=created.cand_id, how="merge", commit=merged, branch=created.branch)
     except MergeConflict as e:
@@ -43,10 +44,10 @@ def _made(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, created:
     branch = f"{created.branch}-rebased"
     commit, outcome = implement(
         repo=ctx.repo, base=new_main, branch=branch, cand_id=created.cand_id, hypothesis=h, proposer=ctx.proposer,
-        sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=view.dir / f"cand-{k}{TAG}" / "edit",
+        sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), work=view.dir / cand_dir(k, TAG) / "edit",
         kit_dir=ctx.kit_dir, readable=[lib.root for lib in ctx.skills.libraries],
-        when=ctx.when(view.key(f"c{k}{TAG}", "rebase")), rollouts=view.replay_set.session_path, tasks=ctx.tasks_file,
-        evidence=view.evidence)
+        when=ctx.when(cand_key(view.g, k, "rebase", tag=TAG)), rollouts=view.replay_set.session_path,
+        tasks=ctx.tasks_file, evidence=view.evidence)
     if commit is None:
         return Combined(cand_id=created.cand_id, how="conflict", commit=None, branch="",
                         reason=f"{conflict}; re-implementing it on the new main failed: {outcome.reason}")
@@ -87,7 +88,7 @@ def combine(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, alone:
 def _combine(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, alone: Verdict, created: CandidateCreated,
              new_main: str, i: int, best_delta: float | None) -> tuple[Verdict, Combined]:
     ctx.reporter.phase(f"gen {view.g}: candidate {k}: combining with the winners merged before it")
-    made = ctx.step(view.key(f"c{k}{TAG}", "made"), Combined, lambda: _made(ctx, view, k, h, created, new_main))
+    made = ctx.step(cand_key(view.g, k, "made", tag=TAG), Combined, lambda: _made(ctx, view, k, h, created, new_main))
     conflict = alone.model_copy(update={"verdict": "conflict", "stage": "merge"})
     if made.commit is None:
         return conflict.model_copy(update={"reason": made.reason}), made

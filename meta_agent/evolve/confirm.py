@@ -29,6 +29,7 @@ from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
 from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.gitops import add_note
 from meta_agent.journal import CandidateCreated, Evaluated, StageDone, Trained, VerdictRecorded, with_repairs
+from meta_agent.journal_keys import cand_key
 from meta_agent.training import load_trained
 from meta_agent.verdicts import Verdict, train_evidence
 
@@ -99,13 +100,13 @@ def confirm(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypo
         return verdicts
     control = _longer_control(ctx, view)
     longer = dataclasses.replace(view, control=control)
-    todo = [k for k in chosen if ctx.log.done(view.key(f"c{k}", "confirmed"), VerdictRecorded) is None]
+    todo = [k for k in chosen if ctx.log.done(cand_key(view.g, k, "confirmed"), VerdictRecorded) is None]
     runs = {k: CandidateRun(ctx, longer, k, hypotheses[k]) for k in todo}
     jobs = {k: _confirm_job(ctx, longer, runs[k], verdicts[k]) for k in todo}
     run_backtests(ctx, view.g, list(jobs.values()))  # the chosen candidates' longer runs side by side
     final = list(verdicts)
     for k in chosen:
-        done = ctx.log.done(view.key(f"c{k}", "confirmed"), VerdictRecorded)
+        done = ctx.log.done(cand_key(view.g, k, "confirmed"), VerdictRecorded)
         if done is None:
             done = _confirm_one(ctx, longer, runs[k], jobs[k], hypotheses[k], verdicts[k])
         final[k] = done.verdict_only()
@@ -129,5 +130,5 @@ def _confirm_one(ctx: RunContext, view: GenerationView, run: CandidateRun, job: 
         f"trained as long): {verdict.reason}")})
     add_note(ctx.repo, job.commit, note_for(verdict, ctx.log))
     record = VerdictRecorded(**verdict.model_dump(), title=h.title, skills=h.skills_used, params=h.params)
-    ctx.log.append(record, key=view.key(f"c{run.k}", "confirmed"))
+    ctx.log.append(record, key=cand_key(view.g, run.k, "confirmed"))
     return record

@@ -24,6 +24,7 @@ from meta_agent.execution.local import LocalExecutor
 from meta_agent.execution.settings import ExecutorSettings
 from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import CommitTime, Event
+from meta_agent.journal_keys import time_key
 from meta_agent.skills.store import SkillSet
 from sandboxes import Sandbox
 
@@ -96,7 +97,7 @@ class RunContext:
     def when(self, key: str) -> str:
         """The date for the commit made under `key`: the real time it was first made, journaled first, so
         that a resumed run makes the identical commit."""
-        return f"{self.step(f'{key}/time', CommitTime, lambda: CommitTime(unix=int(time.time()))).unix} +0000"
+        return f"{self.step(time_key(key), CommitTime, lambda: CommitTime(unix=int(time.time()))).unix} +0000"
 
     def train_kwargs(self, policy: Path, seed: int, history: Path | None) -> dict[str, Any]:
         sb = self.cfg.sandbox

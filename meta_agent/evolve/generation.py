@@ -49,6 +49,7 @@ from meta_agent.journal import (
     Trained,
     VerdictRecorded,
 )
+from meta_agent.journal_keys import CandidateId, gen_dir, gen_key
 from meta_agent.report.render import write_report
 from meta_agent.sealed import sealed_seed
 from meta_agent.stats import paired_bootstrap_ci
@@ -64,14 +65,14 @@ class Generation:
 
     @property
     def dir(self) -> Path:
-        return self.ctx.run_dir / f"gen-{self.g:03d}"
+        return self.ctx.run_dir / gen_dir(self.g)
 
     @property
     def seed(self) -> int:
         return self.ctx.cfg.seed + self.g
 
     def key(self, *parts: object) -> str:
-        return "/".join([f"g{self.g}", *map(str, parts)])
+        return gen_key(self.g, *parts)
 
     def run(self) -> GenerationDone:
         ctx, g = self.ctx, self.g
@@ -121,7 +122,7 @@ class Generation:
     def _time_spent(self) -> dict[str, float]:
         """Where this generation's wall time went (for `bench/loop_overhead.py` and the summary)."""
         spent = {"train": 0.0, "eval": 0.0, "proposer": 0.0}
-        for record in self.ctx.log.keyed(f"g{self.g}/"):
+        for record in self.ctx.log.keyed(gen_key(self.g, "")):
             e = record.event
             if isinstance(e, Trained):
                 spent["train"] += e.train_seconds
@@ -173,7 +174,7 @@ class Generation:
 
     def _noise_due(self) -> bool:
         """Whether the floor is measured this generation whatever main scores (else `_last_noise` decides)."""
-        last = max((j for j in range(self.g) if self.ctx.log.done(f"g{j}/noise", NoiseMeasured)), default=None)
+        last = max((j for j in range(self.g) if self.ctx.log.done(gen_key(j, "noise"), NoiseMeasured)), default=None)
         return last is None or self.g - last >= self.ctx.cfg.noise_refresh
 
     def _rerun_job(self, i: int) -> RunJob:
@@ -230,7 +231,7 @@ class Generation:
     def _spread(self) -> float:
         """What the floor in force measured between seeds, before its minimum: the report's `selection_noise`."""
         for j in range(self.g, -1, -1):
-            measured = self.ctx.log.done(f"g{j}/noise", NoiseMeasured)
+            measured = self.ctx.log.done(gen_key(j, "noise"), NoiseMeasured)
             if measured is not None:
                 return max(measured.deltas, default=0.0)
         return 0.0
@@ -241,10 +242,10 @@ class Generation:
         (the spread between seeds depends on the policy: a sharper one varies less)."""
         ctx = self.ctx
         for j in range(self.g - 1, -1, -1):
-            measured = ctx.log.done(f"g{j}/noise", NoiseMeasured)
+            measured = ctx.log.done(gen_key(j, "noise"), NoiseMeasured)
             if measured is None:
                 continue
-            scored = ctx.log.done(f"g{j}/control-eval", Evaluated)
+            scored = ctx.log.done(gen_key(j, "control-eval"), Evaluated)
             moved = scored is not None and abs(score - scored.score) > measured.noise_floor
             return None if self.g - j >= ctx.cfg.noise_refresh or moved else measured.noise_floor
         return None
@@ -310,7 +311,7 @@ class Generation:
             started = time.monotonic()
             try:
                 harness_dir = export_tree(ctx.repo, self.main_before, self.dir / "work-propose")
-                history = [v.model_dump(mode="json") for v in ctx.log.of_type(VerdictRecorded)]
+                history = list(ctx.log.of_type(VerdictRecorded))
                 pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
                                        report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
                                        seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence,
@@ -369,7 +370,7 @@ def guard_labels(ctx: RunContext, g: int) -> list[str]:
     promoted = {v.cand_id for v in ctx.log.of_type(VerdictRecorded)
                 if v.verdict == "promoted" and v.kind == "diagnostic"}
     for stage in ctx.log.of_type(StageDone):
-        gen = int(stage.cand_id.rsplit("/", 1)[-1].split("-")[0])
+        gen = CandidateId.parse(stage.cand_id).g
         if stage.stage == "replay" and stage.cand_id in promoted and gen < g:
             labels += [lab["label"] for lab in stage.metrics.get("new_labels", []) if lab.get("passed")]
     return sorted(set(labels))

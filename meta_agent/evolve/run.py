@@ -30,6 +30,7 @@ from meta_agent.evolve.steps import eval_jobs, finish_eval, results
 from meta_agent.execution.base import make_executor
 from meta_agent.gitops import GitOpsError, clear_stale_locks, run_harness, sync_checkout
 from meta_agent.journal import FinalEval, GenerationDone, Resumed, RunDone, RunStarted
+from meta_agent.journal_keys import RUN_DONE, RUN_START, final_key, gen_key
 from meta_agent.lineage import rebuild_index
 from meta_agent.policy import resolve_policy
 from meta_agent.proposers import PROPOSERS
@@ -117,7 +118,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     cfg = cfg.model_copy(update={"run_dir": run_dir})
     log = EventLog(run_dir)
     repairs = list(log.repairs)
-    started = log.done("run/start", RunStarted)
+    started = log.done(RUN_START, RunStarted)
     root_policy = Path(started.root_policy) if started else resolve_policy(cfg.policy)
     if not started:
         harness = cfg.harness.resolve() if cfg.harness else run_dir / "harness"
@@ -140,7 +141,7 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
     )
     if isinstance(ctx.proposer, BudgetAware):
         ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
-    event = ctx.step("run/start", RunStarted, lambda: RunStarted(
+    event = ctx.step(RUN_START, RunStarted, lambda: RunStarted(
         run_id=ctx.run_id, domain=cfg.domain, harness=str(repo.working_dir),
         started=time.strftime("%Y-%m-%dT%H:%M:%S"), root_policy=str(root_policy),
         initial_main=repo.commit("main").hexsha, epoch=int(time.time()), sealed=fingerprint()))
@@ -170,7 +171,7 @@ def run(ctx: RunContext) -> RunSummary:
         try:
             policy, history = ctx.root_policy, None
             for g in range(ctx.cfg.generations):
-                ran = ctx.log.done(f"g{g}/done", GenerationDone) is None
+                ran = ctx.log.done(gen_key(g, "done"), GenerationDone) is None
                 done = Generation(ctx, g, policy, history).run()
                 policy, history = Path(done.next_policy), Path(done.history)
                 if ran:  # a resume passes finished generations; the export after the run covers them
@@ -205,7 +206,7 @@ def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
         jobs = []
         for arm, policy in arms.items():
             (final_dir / f"{arm}-test.json").unlink(missing_ok=True)
-            jobs += eval_jobs(ctx, f"final/{arm}-test", f"the {arm} policy's test evaluation", policy,
+            jobs += eval_jobs(ctx, final_key(f"{arm}-test"), f"the {arm} policy's test evaluation", policy,
                               final_dir / f"{arm}-test.json", "test", ctx.cfg.test_limit)
         results(ctx, jobs)
         ev = finish_eval(ctx, final_dir / "evolved-test.json")
@@ -215,11 +216,11 @@ def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
             out = out.model_copy(update={"static_policy": str(static), "static": st.score, "paired": _paired(ev, st)})
         return out
 
-    result = ctx.step("final/compare", FinalEval, compare)
+    result = ctx.step(final_key("compare"), FinalEval, compare)
     final_main = ctx.repo.commit("main").hexsha
     summary = write_summary(ctx.run_dir, ctx.log, result.model_dump(mode="json", exclude_none=True))
     crashpoint("finalize/after-summary", ctx.run_dir)
-    ctx.step("run/done", RunDone, lambda: RunDone(run_id=ctx.run_id, final_main=final_main))
+    ctx.step(RUN_DONE, RunDone, lambda: RunDone(run_id=ctx.run_id, final_main=final_main))
     return summary
 
 

@@ -26,6 +26,7 @@ from meta_agent.journal import (
     VerdictRecorded,
     with_repairs,
 )
+from meta_agent.journal_keys import COMBINED, cand_dir, cand_key, gen_dir, merge_key
 from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
 from meta_agent.skills.model import Evidence
@@ -33,10 +34,6 @@ from meta_agent.skills.store import SkillError, UnknownSkill, load_skill
 from meta_agent.skills.variants import params_of
 from meta_agent.training import TrainedRun
 from meta_agent.verdicts import Verdict, train_evidence
-
-
-def _key(g: int, *parts: object) -> str:
-    return "/".join([f"g{g}", *map(str, parts)])
 
 
 def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypotheses: list[Hypothesis],
@@ -53,27 +50,27 @@ def merge_winners(ctx: RunContext, view: GenerationView, verdicts: list[Verdict]
     for i, (k, v) in enumerate(winners):
         created = _candidate(ctx, g, k)
         assert created is not None and created.commit, f"promoted candidate {v.cand_id} has no commit"
-        branch, checkpoint_stage = created.branch, _key(g, f"c{k}", "train")
+        branch, checkpoint_stage = created.branch, cand_key(g, k, "train")
         if merged:
-            done = ctx.log.done(_key(g, f"c{k}", "final"), VerdictRecorded)
+            done = ctx.log.done(cand_key(g, k, "final"), VerdictRecorded)
             if done is None:
                 best = max((m.delta for _, m in merged if m.delta is not None), default=None)
                 together, made = combine(ctx, view, k, hypotheses[k], v, created, ctx.repo.commit("main").hexsha, i,
                                          best)
                 record = VerdictRecorded(**together.model_dump(), title=hypotheses[k].title,
                                          skills=hypotheses[k].skills_used, params=hypotheses[k].params)
-                done = ctx.step(_key(g, f"c{k}", "final"), VerdictRecorded,
+                done = ctx.step(cand_key(g, k, "final"), VerdictRecorded,
                                 functools.partial(_noted, ctx, created.commit, record))
                 if made.how == "rebased" and made.branch:
                     branch = made.branch
-            elif (rebased := ctx.log.done(_key(g, f"c{k}+combined", "made"), Combined)) and rebased.how == "rebased":
+            elif (rebased := ctx.log.done(cand_key(g, k, "made", tag=COMBINED), Combined)) and rebased.how == "rebased":
                 branch = rebased.branch
             final[k] = done.verdict_only()
             if not final[k].promoted:
                 continue
-            checkpoint_stage = _key(g, f"c{k}+combined", "train")
-        merge_key = _key(g, "merge", f"c{k}")
-        ctx.step(merge_key, Merged, functools.partial(_merge_one, ctx, g, final[k], created, branch, merge_key))
+            checkpoint_stage = cand_key(g, k, "train", tag=COMBINED)
+        merged_at = merge_key(g, k)
+        ctx.step(merged_at, Merged, functools.partial(_merge_one, ctx, g, final[k], created, branch, merged_at))
         merged.append((k, final[k]))
         train = ctx.log.done(checkpoint_stage, StageDone)
         evidence = train_evidence(train.metrics) if train is not None else None
@@ -113,10 +110,10 @@ def learn_from(ctx: RunContext, g: int, main_before: str, verdicts: list[Verdict
     """Evidence for every skill a candidate used, then the proposer's skill writer on each outcome."""
     for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
         if h.skills_used:
-            ctx.step(_key(g, f"c{k}", "evidence"), SkillEvidence,
+            ctx.step(cand_key(g, k, "evidence"), SkillEvidence,
                      functools.partial(_evidence, ctx, g, k, main_before, v, h))
     for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
-        ctx.step(_key(g, f"c{k}", "learn"), SkillWritten, functools.partial(_learn, ctx, g, k, main_before, v, h))
+        ctx.step(cand_key(g, k, "learn"), SkillWritten, functools.partial(_learn, ctx, g, k, main_before, v, h))
 
 
 def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillEvidence:
@@ -146,7 +143,7 @@ def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hyp
     try:
         folder = ctx.proposer.learn(Outcome(
             run_id=ctx.run_id, generation=g, domain=ctx.domain.name, hypothesis=h, diff=diff,
-            verdict=v.model_dump(mode="json"), skills_dir=ctx.run_dir / "skills"))
+            verdict=v, skills_dir=ctx.run_dir / "skills"))
     except (BudgetExhausted, KeyboardInterrupt):
         raise
     except Exception as e:  # the writer's failure is this candidate's lesson lost, not the run's
@@ -156,11 +153,11 @@ def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hyp
     if not _in_run_library(ctx, folder):
         return _refuse(ctx, folder, f"the skill writer returned {folder}, which is not a skill folder of this run's "
                                     f"library {ctx.run_dir / 'skills'}; a proposer's learn() must write there")
-    cand_dir = ctx.run_dir / f"gen-{g:03d}" / f"cand-{k}"
+    cand_folder = ctx.run_dir / gen_dir(g) / cand_dir(k)
     try:
         refused = trial(load_skill(folder), domain_entry(ctx.cfg.domain).harness_domain, sandbox=ctx.sandbox,
-                        limits=ctx.cfg.sandbox.limits(), kit_dir=ctx.kit_dir, work=cand_dir / "skill-trial",
-                        edit=cand_dir / "edit")
+                        limits=ctx.cfg.sandbox.limits(), kit_dir=ctx.kit_dir, work=cand_folder / "skill-trial",
+                        edit=cand_folder / "edit")
         if not refused:
             skill = ctx.skills.add(folder, origin={"run": ctx.run_id, "candidate": v.cand_id,
                                                    "run_dir": str(ctx.run_dir)})
@@ -200,7 +197,7 @@ def _refuse(ctx: RunContext, folder: Path | None, reason: str) -> SkillWritten:
 
 def _candidate(ctx: RunContext, g: int, k: int) -> CandidateCreated | None:
     """Candidate k of generation g as it stands: after a repair turn, its commit is the repaired one."""
-    created = ctx.log.done(_key(g, f"c{k}", "created"), CandidateCreated)
+    created = ctx.log.done(cand_key(g, k, "created"), CandidateCreated)
     return with_repairs(ctx.log, created) if created else None
 
 

@@ -26,6 +26,7 @@ from meta_agent.journal import (
     StageDone,
     VerdictRecorded,
 )
+from meta_agent.journal_keys import cand_dir, gen_dir, generation_of
 from meta_agent.runinfo import read_run_info
 
 
@@ -122,7 +123,9 @@ def _hypotheses(log: EventLog) -> dict[int, list[dict[str, Any]]]:
     out = {}
     for record in log.records:
         if isinstance(record.event, Proposed) and record.key and record.key.endswith("/propose"):
-            out[int(record.key.split("/")[0].lstrip("g"))] = record.event.hypotheses
+            g = generation_of(record.key)
+            if g is not None:
+                out[g] = record.event.hypotheses
     return out
 
 
@@ -140,7 +143,7 @@ def _candidate(c: CandidateCreated, log: EventLog, run_dir: Path, page_dir: Path
     combined = [m.how for m in log.of_type(Combined) if m.cand_id == c.cand_id]
     v = verdicts[-1] if verdicts else None  # a winner re-tested at merge has two
     generation = hyps.get(c.gen, [])
-    train_report = run_dir / f"gen-{c.gen:03d}" / f"cand-{c.k}" / "train" / "report.html"
+    train_report = run_dir / gen_dir(c.gen) / cand_dir(c.k) / "train" / "report.html"
     verdict: str
     stage: str
     if v is not None:
@@ -175,7 +178,7 @@ def collect_lineage(run_dir: Path, page_dir: Path) -> LineageView:
             gen=g, score=d.control_score if d else None, low=d.control_low if d else None,
             high=d.control_high if d else None, noise_floor=d.noise_floor if d else None,
             dominant=d.dominant if d else [], main_after=d.main_after if d else None,
-            report=_link(run_dir / f"gen-{g:03d}" / "main" / "report.html", page_dir),
+            report=_link(run_dir / gen_dir(g) / "main" / "report.html", page_dir),
             candidates=sorted((_candidate(c, log, run_dir, page_dir, hyps) for c in created.values() if c.gen == g),
                               key=lambda n: n.k)))
     finals = log.of_type(FinalEval)

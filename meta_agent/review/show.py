@@ -13,6 +13,7 @@ from meta_agent.contract import RolloutRecord, read_jsonl
 from meta_agent.errors import ContractError, UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.journal import Proposed
+from meta_agent.journal_keys import gen_dir
 from meta_agent.review.candidates import CandidateRecord, read_candidates, runs_in_order
 from meta_agent.training import VERIFIED
 
@@ -66,7 +67,7 @@ def _cited(run_dir: Path | None, generation: int, k: int) -> list[CitedRollout]:
     if proposed is None or k >= len(proposed.hypotheses):
         return []
     ids = [str(i) for i in proposed.hypotheses[k].get("evidence_rollouts", [])]
-    path = run_dir / f"gen-{generation:03d}" / "main" / VERIFIED
+    path = run_dir / gen_dir(generation) / "main" / VERIFIED
     try:
         by_id = {r.rollout_id: r for r in read_jsonl(path, RolloutRecord)} if path.is_file() else {}
     except ContractError:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from meta_agent.journal import VerdictRecorded
 from meta_agent.skills.model import SkillMeta
 
 MAX_VARIANTS = 16
@@ -56,17 +58,14 @@ class Tried:
     delta: float | None
 
 
-def tried_in(history: list[dict[str, Any]], meta: SkillMeta) -> list[Tried]:
+def tried_in(history: Sequence[VerdictRecorded], meta: SkillMeta) -> list[Tried]:
     """The run's verdicts on the skill, each with the variant it used (a record written before variants
     existed, or of a skill without parameters, used the skill's defaults)."""
     out = []
     for h in history:
-        skills = list(h.get("skills", []))
-        if meta.name in skills and h.get("verdict") in ("promoted", "rejected"):
-            params = params_of(h.get("params") or {}, skills, meta.name) or dict(meta.params)
-            delta = h.get("delta")
-            out.append(Tried(params=params, verdict=str(h["verdict"]),
-                             delta=float(delta) if isinstance(delta, int | float) else None))
+        if meta.name in h.skills and h.verdict in ("promoted", "rejected"):
+            params = params_of(h.params, h.skills, meta.name) or dict(meta.params)
+            out.append(Tried(params=params, verdict=h.verdict, delta=h.delta))
     return out
 
 

@@ -11,8 +11,10 @@ import git
 import pytest
 import yaml
 
+from meta_agent.eventlog import EventLog
 from meta_agent.gitops import read_note, trailers
-from meta_agent.journal import EVENT_TYPES
+from meta_agent.journal import EVENT_TYPES, StageDone
+from meta_agent.journal_keys import GRAMMAR, CandidateId
 from meta_agent.lineage import check_against_git, query, rebuild_index
 from meta_agent.paths import seed_skills
 from meta_agent.skills.store import load_skill
@@ -146,3 +148,19 @@ def test_a_recipe_candidate_applies_every_member_and_each_skill_records_its_own_
         mine = [e for e in evidence if e["commit"] == recipe["commit"]]
         own = load_skill(seed_skills() / name).meta.params
         assert len(mine) == 1 and mine[0]["params"] == own, f"{name}: {mine}"
+
+
+def test_every_journal_key_follows_the_one_grammar(reference_run: Path) -> None:
+    """`resume` finds finished steps by key: a key built by hand somewhere else would not be found."""
+    keys = [r.key for r in EventLog(reference_run, repair=False).records if r.key]
+    assert keys, "the run journaled its steps"
+    assert [k for k in keys if not GRAMMAR.match(k)] == []
+    expected = {"run/start", "g0/start", "g0/c0/verdict", "g1/merge/c0", "g1/done", "final/compare", "run/done"}
+    assert expected <= set(keys)
+    stages = [r.event for r in EventLog(reference_run, repair=False).records if isinstance(r.event, StageDone)]
+    branches = {h.name for h in git.Repo(reference_run / "harness").heads}
+    for stage in stages:
+        cid = CandidateId.parse(stage.cand_id)
+        assert stage.cand_id.startswith(str(cid)) and cid.run_id == reference_run.name
+        if stage.stage == "implement" and stage.passed:
+            assert cid.branch in branches, f"{cid} was implemented but has no branch {cid.branch}"

@@ -10,6 +10,7 @@ from meta_agent.gitops import export_tree
 from meta_agent.llm.transcript import read_events
 from meta_agent.skills.runner import prepare_kit, run_apply
 from meta_agent.skills.store import load_skill
+from meta_agent.verdicts import Verdict
 from sandboxes import Limits, Mount, Sandbox
 from tests.llm.conftest import MathBench, make_proposer, strict_answer_hypothesis
 from tests.llm.replay_server import ReplayServer
@@ -20,8 +21,8 @@ DIFF = "--- a/harness/math/rewards.py\n+++ b/harness/math/rewards.py\n@@ -1 +1 @
 def outcome(tmp_path: Path, title: str = "Reward only one explicit final answer line", diff: str = DIFF) -> Outcome:
     h = strict_answer_hypothesis().model_copy(update={"title": title})
     return Outcome(run_id="run", generation=0, domain="math", hypothesis=h, diff=diff,
-                   verdict={"cand_id": "run/0-0", "verdict": "promoted", "stage": "gate", "kind": "validity",
-                            "reason": "validity change: takes reward from 4 rollouts the verifier rejects"},
+                   verdict=Verdict(cand_id="run/0-0", verdict="promoted", stage="gate", kind="validity",
+                                   reason="validity change: takes reward from 4 rollouts the verifier rejects"),
                    skills_dir=tmp_path / "run" / "skills")
 
 

@@ -12,6 +12,7 @@ import yaml
 from meta_agent.agents.base import Hypothesis, ProposalContext, Workspace
 from meta_agent.agents.skills_proposer import SkillsProposer, recipe_title
 from meta_agent.gitops import export_tree, init_harness
+from meta_agent.journal import VerdictRecorded
 from meta_agent.paths import seed_skills
 from meta_agent.skills.runner import ALREADY_APPLIED, prepare_kit
 from meta_agent.skills.store import Library, SkillSet
@@ -22,7 +23,7 @@ from tests.skills.test_library import _report
 SEEDS = SkillSet(seed=Library.load(seed_skills(), writable=False))
 
 
-def _proposals(k: int, history: list[dict[str, Any]] | None = None, **metrics: float) -> list[Hypothesis]:
+def _proposals(k: int, history: list[VerdictRecorded] | None = None, **metrics: float) -> list[Hypothesis]:
     """The seed library's proposals for a math report like the efficacy runs': most groups all-zero, a
     low reward, long truncated completions and a reward the verifier disagrees with."""
     report = _report("math", {"zero_variance_group": 0.7, "truncated": 0.6, "reward_verifier_disagreement": 0.1},
@@ -79,7 +80,8 @@ def test_a_policy_that_moves_gets_one_change_per_candidate() -> None:
 
 def test_each_member_of_a_tried_recipe_counts_as_tried_with_its_own_params() -> None:
     recipe = _proposals(3, selection_noise=0.0)[2]
-    record = {"skills": recipe.skills_used, "params": recipe.params, "verdict": "rejected", "delta": 0.0}
+    record = VerdictRecorded(cand_id="r/0-2", stage="gate", reason="", kind="performance", skills=recipe.skills_used,
+                             params=recipe.params, verdict="rejected", delta=0.0)
     tried = tried_in([record], SEEDS.get("learning-rate").meta)
     assert [t.params for t in tried] == [{"learning_rate": 1e-4}]
     assert params_of(recipe.params, recipe.skills_used, "group-size") == {"group_size": 8}

@@ -4,13 +4,14 @@ instead of stopping when every triggered skill was tried."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
 
 from meta_agent.agents.base import ProposalContext
 from meta_agent.agents.skills_proposer import SkillsProposer
+from meta_agent.journal import VerdictRecorded
 from meta_agent.paths import seed_skills
 from meta_agent.skills.model import SkillMeta
 from meta_agent.skills.skill_files import write_skill_files
@@ -53,15 +54,17 @@ def _library(root: Path, names: dict[str, str]) -> SkillSet:
     return SkillSet(seed=Library.load(root))
 
 
-def _propose(skills: SkillSet, history: list[dict[str, Any]], k: int = 2) -> list[tuple[str, dict[str, Any]]]:
+def _propose(skills: SkillSet, history: list[VerdictRecorded], k: int = 2) -> list[tuple[str, dict[str, Any]]]:
     report = _report("math", {}, learning_gain=0.0)
     ctx = ProposalContext(run_id="r", generation=len(history), domain="math", report=report,
                           harness_dir=Path("/nonexistent"), skills=skills, seed=0, history=history)
     return [(h.skills_used[0], h.params) for h in SkillsProposer(skills).propose(ctx, k)]
 
 
-def _verdict(skill: str, rate: float, verdict: str, delta: float | None) -> dict[str, Any]:
-    return {"skills": [skill], "params": {"learning_rate": rate}, "verdict": verdict, "delta": delta}
+def _verdict(skill: str, rate: float, verdict: Literal["promoted", "rejected", "conflict"], delta: float | None
+             ) -> VerdictRecorded:
+    return VerdictRecorded(cand_id="r/0-0", stage="gate", reason="", kind="performance", skills=[skill],
+                           params={"learning_rate": rate}, verdict=verdict, delta=delta)
 
 
 def test_an_untried_skill_is_proposed_with_its_defaults(tmp_path: Path) -> None:
@@ -96,7 +99,8 @@ def test_a_conflict_is_not_a_test_of_the_variant(tmp_path: Path) -> None:
 def test_a_record_without_params_counts_as_the_defaults(tmp_path: Path) -> None:
     """Runs journaled before variants existed: their verdicts named only the skill."""
     skills = _library(tmp_path, {"lr-a": "learning_gain"})
-    old = [{"skills": ["lr-a"], "verdict": "rejected", "delta": 0.0}]
+    old = [VerdictRecorded.model_validate({"cand_id": "r/0-0", "stage": "gate", "reason": "", "kind": "performance",
+                                           "skills": ["lr-a"], "verdict": "rejected", "delta": 0.0})]
     assert _propose(skills, old, k=1) == [("lr-a", {"learning_rate": 2e-4})]
 
 
