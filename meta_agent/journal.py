@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from meta_agent.hypothesis import Hypothesis
 from meta_agent.stats import Interval
 from meta_agent.verdicts import StageResult, Verdict
 
@@ -83,7 +84,7 @@ class MainReplayed(Event):
 
 class Proposed(Event):
     TYPE: ClassVar[str] = "hypotheses"
-    hypotheses: list[dict[str, Any]]
+    hypotheses: list[Hypothesis]
     propose_seconds: float = 0.0
     failure: str = ""
     """Why the proposer yielded nothing (it raised) or what it yielded that was dropped; empty when all went well."""

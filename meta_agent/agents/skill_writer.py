@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from meta_agent.agents.base import Outcome, PredictedEffect
+from meta_agent.agents.base import Outcome
 from meta_agent.agents.prompts import load_prompt
+from meta_agent.hypothesis import PredictedEffect
 from meta_agent.journal_keys import CandidateId
 from meta_agent.llm.agent_loop import AgentSession, run_tool_loop
 from meta_agent.llm.client import LLMClient

@@ -17,8 +17,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from meta_agent.agents.base import Hypothesis, Implementation, Outcome, PredictedEffect, ProposalContext, Workspace
+from meta_agent.agents.base import Implementation, Outcome, ProposalContext, Workspace
 from meta_agent.config import EvolveConfig
+from meta_agent.hypothesis import Hypothesis, PredictedEffect
 from meta_agent.report.rollout_report import RolloutReport
 from meta_agent.skills.model import KINDS, SkillMeta
 from meta_agent.skills.retrieve import Ranked, rank, trigger_match

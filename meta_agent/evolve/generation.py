@@ -328,14 +328,14 @@ class Generation:
             return Proposed(hypotheses=kept, failure=dropped, propose_seconds=time.monotonic() - started)
 
         data = ctx.step(self.key("propose"), Proposed, run)
-        return [Hypothesis.model_validate(h) for h in data.hypotheses]
+        return list(data.hypotheses)
 
 
-def _valid(hypotheses: object, k: int) -> tuple[list[dict[str, Any]], str]:
-    """(the first k hypotheses that validate, as journal data; what was dropped and why, or "")."""
+def _valid(hypotheses: object, k: int) -> tuple[list[Hypothesis], str]:
+    """(the first k hypotheses that validate; what was dropped and why, or "")."""
     if not isinstance(hypotheses, list | tuple):
         return [], f"the proposer returned {type(hypotheses).__name__}, not a list of hypotheses"
-    kept: list[dict[str, Any]] = []
+    kept: list[Hypothesis] = []
     problems = []
     for i, h in enumerate(hypotheses):
         if len(kept) == k:
@@ -343,7 +343,7 @@ def _valid(hypotheses: object, k: int) -> tuple[list[dict[str, Any]], str]:
             break
         try:
             data = dict(h) if isinstance(h, Hypothesis) else h  # fields as they are: a dump would not survive them
-            kept.append(Hypothesis.model_validate(data).model_dump(mode="json"))
+            kept.append(Hypothesis.model_validate(data))
         except ValidationError as e:
             why = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'hypothesis'}: {str(err['msg'])[:150]}"
                             for err in e.errors()[:3])

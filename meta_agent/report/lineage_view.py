@@ -14,6 +14,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from meta_agent.eventlog import EventLog, require_run
+from meta_agent.hypothesis import Hypothesis
 from meta_agent.journal import (
     CandidateCreated,
     Combined,
@@ -119,7 +120,7 @@ def _link(target: Path, page_dir: Path) -> str | None:
     return quote(os.path.relpath(target, page_dir)) if target.is_file() else None
 
 
-def _hypotheses(log: EventLog) -> dict[int, list[dict[str, Any]]]:
+def _hypotheses(log: EventLog) -> dict[int, list[Hypothesis]]:
     out = {}
     for record in log.records:
         if isinstance(record.event, Proposed) and record.key and record.key.endswith("/propose"):
@@ -129,15 +130,15 @@ def _hypotheses(log: EventLog) -> dict[int, list[dict[str, Any]]]:
     return out
 
 
-def _hypothesis_text(h: dict[str, Any] | None) -> str:
+def _hypothesis_text(h: Hypothesis | None) -> str:
     if not h:
         return ""
-    parts = [f"{h.get('failure_mode', '')}: {h.get('evidence', '')}".strip(": "), h.get("intervention", "")]
+    parts = [f"{h.failure_mode}: {h.evidence}".strip(": "), h.intervention]
     return " → ".join(p for p in parts if p)
 
 
 def _candidate(c: CandidateCreated, log: EventLog, run_dir: Path, page_dir: Path,
-               hyps: dict[int, list[dict[str, Any]]]) -> CandidateNode:
+               hyps: dict[int, list[Hypothesis]]) -> CandidateNode:
     verdicts = [v for v in log.of_type(VerdictRecorded) if v.cand_id == c.cand_id]
     stages = [s for s in log.of_type(StageDone) if s.cand_id == c.cand_id]
     combined = [m.how for m in log.of_type(Combined) if m.cand_id == c.cand_id]

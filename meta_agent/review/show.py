@@ -13,7 +13,7 @@ from meta_agent.contract import RolloutRecord, read_jsonl
 from meta_agent.errors import ContractError, UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.journal import Proposed
-from meta_agent.journal_keys import gen_dir
+from meta_agent.journal_keys import gen_dir, gen_key
 from meta_agent.review.candidates import CandidateRecord, read_candidates, runs_in_order
 from meta_agent.training import VERIFIED
 
@@ -63,10 +63,10 @@ def _cited(run_dir: Path | None, generation: int, k: int) -> list[CitedRollout]:
     if run_dir is None or not (run_dir / "events.jsonl").is_file():
         return []
     log = EventLog(run_dir, repair=False)
-    proposed = log.done(f"g{generation}/propose", Proposed)
+    proposed = log.done(gen_key(generation, "propose"), Proposed)
     if proposed is None or k >= len(proposed.hypotheses):
         return []
-    ids = [str(i) for i in proposed.hypotheses[k].get("evidence_rollouts", [])]
+    ids = list(proposed.hypotheses[k].evidence_rollouts)
     path = run_dir / gen_dir(generation) / "main" / VERIFIED
     try:
         by_id = {r.rollout_id: r for r in read_jsonl(path, RolloutRecord)} if path.is_file() else {}

@@ -10,7 +10,7 @@ from typing import Any
 import git
 import pytest
 
-from meta_agent.agents.base import Failure, Hypothesis, Implementation, PredictedEffect
+from meta_agent.agents.base import Failure, Hypothesis, Implementation
 from meta_agent.agents.llm_proposer import LLMProposer
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.static import run_static
@@ -18,6 +18,7 @@ from meta_agent.config import BudgetSettings, LLMSettings
 from meta_agent.contract import MetricsRecord, RolloutRecord, Task, write_jsonl
 from meta_agent.domains.math import MathDomain, MathSettings
 from meta_agent.gitops import commit_dir, export_tree, init_harness
+from meta_agent.hypothesis import PredictedEffect
 from meta_agent.llm import RetryPolicy
 from meta_agent.paths import seed_skills
 from meta_agent.report.rollout_report import RolloutReport, build_report
