@@ -62,11 +62,9 @@ RayAddressOpt = Annotated[str | None, typer.Option(
     help="ray: `auto` (this node's cluster) or ray://HOST:PORT; default: a private local Ray instance")]
 
 
-def executor_values(base: dict[str, object] | None, kind: str | None, parallel: int | None,
-                    address: str | None) -> dict[str, object]:
-    """The `executor:` settings of a --config file (or a run), overlaid by the options given."""
-    given = {"kind": kind, "parallel": parallel, "ray_address": address}
-    return {**(base or {}), **{k: v for k, v in given.items() if v is not None}}
+def executor_options(kind: str | None, parallel: int | None, address: str | None) -> dict[str, object]:
+    """The `executor:` options given (None: not given; `build` keeps the file's or the run's value)."""
+    return {"kind": kind, "parallel": parallel, "ray_address": address}
 
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML file with defaults for any setting")]
@@ -233,24 +231,19 @@ def evolve(
     from meta_agent.commands.evolve import run_evolve
     from meta_agent.config import EvolveConfig, build, load_config_file
 
-    values = load_config_file(config)
-    if sandbox_name:
-        values.setdefault("sandbox", {})["backend"] = sandbox_name
-    for key, value in (("model", model), ("diagnostician_model", diagnostician_model),
-                       ("coder_model", coder_model), ("api_base", api_base), ("coder", coder),
-                       ("coder_api_base", coder_api_base)):
-        if value:
-            values.setdefault("llm", {})[key] = value
-    budget: dict[str, float | int | None] = {"wall_minutes": budget_minutes, "llm_tokens": llm_tokens,
-                                             "llm_dollars": llm_dollars}
-    values.setdefault("budget", {}).update({k: v for k, v in budget.items() if v})
-    values["executor"] = executor_values(values.get("executor"), executor, parallel, ray_address)
-    cfg = build(EvolveConfig, values, {
+    cfg = build(EvolveConfig, load_config_file(config), {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "selection_limit": selection_limit,
         "confirm_steps": confirm_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
-        "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns})
+        "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns,
+        "sandbox": {"backend": sandbox_name or None},
+        "llm": {"model": model or None, "diagnostician_model": diagnostician_model or None,
+                "coder_model": coder_model or None, "api_base": api_base or None, "coder": coder or None,
+                "coder_api_base": coder_api_base or None},
+        "budget": {"wall_minutes": budget_minutes or None, "llm_tokens": llm_tokens or None,
+                   "llm_dollars": llm_dollars or None},
+        "executor": executor_options(executor, parallel, ray_address)})
     if print_config:
         import yaml
 
@@ -284,14 +277,11 @@ def resume(
     from meta_agent.commands.evolve import run_evolve
     from meta_agent.evolve import load_for_resume
 
-    budget = {k: v for k, v in (("wall_minutes", budget_minutes), ("llm_tokens", llm_tokens),
-                                ("llm_dollars", llm_dollars)) if v}
-    overrides: dict[str, object] = {"budget": budget}
-    if tracker:
-        overrides["tracker"] = tracker
-    if executor or parallel or ray_address:
-        overrides["executor"] = executor_values(None, executor, parallel, ray_address)
-    run_evolve(load_for_resume(run_dir.resolve(), overrides), console, resume=True)
+    run_evolve(load_for_resume(run_dir.resolve(), {
+        "budget": {"wall_minutes": budget_minutes or None, "llm_tokens": llm_tokens or None,
+                   "llm_dollars": llm_dollars or None},
+        "tracker": tracker or None, "executor": executor_options(executor, parallel, ray_address)}),
+        console, resume=True)
 
 
 app.command(rich_help_panel=RUN)(status.status)

@@ -1,11 +1,13 @@
 """Settings of every command, as pydantic models whose fields document themselves.
 
-The CLI builds these from its options; `--config FILE` (YAML) supplies defaults for
-any field, and options given on the command line win.
+Every command layers its settings the same way (`build`): the model's defaults < a `--config FILE`
+(YAML), or for `resume` the settings the run saved at its start < the options given on the command line.
+Nested sections (`llm`, `budget`, `sandbox`, `executor`, ...) are merged key by key.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -251,9 +253,28 @@ def load_config_file(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def build(model: type[BaseModel], file_values: dict[str, Any], cli_values: dict[str, Any]) -> Any:
-    """File values overlaid by the options actually given on the command line (None = not given)."""
-    merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
+def overlay(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`, a nested section key by key (`--model` keeps the file's `llm.api_base`);
+    None means "not given" at any depth."""
+    out = dict(base)
+    for key, value in over.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = overlay(out[key], value)
+        elif isinstance(value, Mapping):
+            given = overlay({}, value)
+            if given:  # a section of options none of which was given leaves the file's value alone
+                out[key] = given
+        else:
+            out[key] = value
+    return out
+
+
+def build(model: type[BaseModel], file_values: Mapping[str, Any], cli_values: Mapping[str, Any]) -> Any:
+    """The one way settings are layered, for every command: the model's defaults < `file_values` (a --config
+    file, or the settings a run saved when it started) < the options given on the command line."""
+    merged = overlay(file_values, cli_values)
     try:
         return model.model_validate(merged)
     except ValidationError as e:

@@ -18,7 +18,7 @@ import git
 from filelock import FileLock, Timeout
 
 from meta_agent.agents.base import BudgetAware, Proposer
-from meta_agent.config import EvolveConfig
+from meta_agent.config import EvolveConfig, build
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains import DOMAINS, EvalResult, domain_entry, domain_for
 from meta_agent.errors import RunDirError, UserError
@@ -160,9 +160,11 @@ def load_for_resume(run_dir: Path, overrides: dict[str, Any]) -> EvolveConfig:
     info = read_run_info(run_dir)
     if info.command != "evolve":
         raise RunDirError(f"{run_dir} holds a `{info.command}` run, which cannot be resumed")
-    if "executor" in overrides:  # e.g. `resume --executor ray`: the rest of the run's executor settings stay
-        overrides = {**overrides, "executor": {**info.settings.get("executor", {}), **overrides["executor"]}}
-    return EvolveConfig.model_validate({**info.settings, **overrides, "run_dir": str(run_dir)})
+    # the settings saved at the start, every default resolved, under the options given (`resume --executor ray`
+    # keeps the rest of the run's executor settings); the original budgets do not carry over: they may be
+    # what stopped it
+    saved = {**info.settings, "budget": {}}
+    return build(EvolveConfig, saved, {**overrides, "run_dir": str(run_dir)})
 
 
 def run(ctx: RunContext) -> RunSummary:

@@ -7,18 +7,19 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from meta_agent.cli import executor_values
-from meta_agent.config import EvolveConfig
+from meta_agent.cli import executor_options
+from meta_agent.config import EvolveConfig, build
 from meta_agent.execution.local import gpu_count
 from meta_agent.execution.settings import ExecutorSettings
 from meta_agent.runinfo import RunInfo, write_run_info
 
 
 def test_options_overlay_the_config_files_executor_section() -> None:
-    from_file = {"kind": "ray", "retries": 4, "gpus_per_task": 1}
-    assert executor_values(from_file, None, 3, None) == {"kind": "ray", "retries": 4, "gpus_per_task": 1,
-                                                         "parallel": 3}
-    assert executor_values(None, "local", None, None) == {"kind": "local"}
+    from_file = {"executor": {"kind": "ray", "retries": 4, "gpus_per_task": 1}}
+    cfg = build(EvolveConfig, from_file, {"executor": executor_options(None, 3, None)})
+    assert cfg.executor == ExecutorSettings(kind="ray", retries=4, gpus_per_task=1, parallel=3)
+    assert build(EvolveConfig, {}, {"executor": executor_options("local", None, None)}).executor.kind == "local"
+    assert build(EvolveConfig, from_file, {"executor": executor_options(None, None, None)}).executor.retries == 4
 
 
 @pytest.mark.parametrize("bad", [{"kind": "slurm"}, {"parallel": 0}, {"retries": -1}, {"cpus_per_task": 0},
