@@ -12,7 +12,7 @@
 Per seed, from the same initial policy and starting harness (math):
   evolved       `meta-agent evolve` (skills proposer), the policy trained under the evolving main
   static        the starting harness, same policy steps and completions (the evolve run's control arm)
-  reference     a hand-set GRPO harness (meta_agent/efficacy/reference.py), same policy steps
+  reference     a hand-set GRPO harness (bench/efficacy_lib/reference.py), same policy steps
   static_total  the starting harness for the evolve run's *total* steps (its policy + candidate backtests
                 + noise reruns): what the search's extra compute buys when spent on plain training
 
@@ -37,10 +37,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from meta_agent.efficacy.arms import SeedArms, stop_on_sigterm  # noqa: E402
-from meta_agent.efficacy.finished import check_settings, finished_seeds  # noqa: E402
-from meta_agent.efficacy.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
-from meta_agent.efficacy.splits import adopt, fingerprint  # noqa: E402
+from bench.efficacy_lib.arms import SeedArms, stop_on_sigterm  # noqa: E402
+from bench.efficacy_lib.finished import check_settings, finished_seeds  # noqa: E402
+from bench.efficacy_lib.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
+from bench.efficacy_lib.splits import adopt, fingerprint  # noqa: E402
 from meta_agent.errors import UserError  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 

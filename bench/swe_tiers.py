@@ -29,9 +29,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.efficacy_lib.arms import run_meta_agent  # noqa: E402
 from meta_agent.contract import RolloutRecord, read_jsonl  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
-from meta_agent.efficacy.arms import run_meta_agent  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.swe.difficulty import TIERS  # noqa: E402
 from meta_agent.training import VERIFIED  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_agent.efficacy.splits import fingerprint
+from bench.efficacy_lib.splits import fingerprint
 from tests.conftest import TEST_SANDBOX
 from tests.evolve.conftest import data_env
 

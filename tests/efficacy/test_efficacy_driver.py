@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from bench.efficacy_lib.arms import ARMS, ARMS_RECORD, ArmRecords, SeedRun
+from bench.efficacy_lib.compute import Compute
+from bench.efficacy_lib.report import EfficacyReport, SeedReport, compare
+from bench.efficacy_lib.splits import adopt, fingerprint
 from meta_agent.domains.base import EvalResult, TaskResult
-from meta_agent.efficacy.arms import ARMS, ARMS_RECORD, ArmRecords, SeedRun
-from meta_agent.efficacy.compute import Compute
-from meta_agent.efficacy.report import EfficacyReport, SeedReport, compare
-from meta_agent.efficacy.splits import adopt, fingerprint
 from meta_agent.errors import UserError
 from meta_agent.stats import Interval
 
@@ -92,7 +92,7 @@ def test_the_driver_refuses_splits_it_cannot_pair_before_running_anything(tmp_pa
 DRIVER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from meta_agent.efficacy import arms
+    from bench.efficacy_lib import arms
     # a stand-in for a long arm: records its pid, then works until stopped
     arms.META_AGENT = (sys.executable, "-c",
                        "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)")

@@ -22,7 +22,7 @@ import git
 import pytest
 import yaml
 
-from meta_agent.efficacy.compute import of_evolve
+from bench.efficacy_lib.compute import of_evolve
 from meta_agent.journal import CandidateCreated, GenerationDone, ParentsChosen, StageDone, VerdictRecorded
 from meta_agent.paths import seed_skills
 from meta_agent.review.candidates import read_candidates

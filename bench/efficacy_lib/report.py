@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from bench.efficacy_lib.arms import ARMS, SeedRun
+from bench.efficacy_lib.splits import fingerprint
 from meta_agent.domains.base import EvalResult
-from meta_agent.efficacy.arms import ARMS, SeedRun
-from meta_agent.efficacy.splits import fingerprint
 from meta_agent.stats import (
     Interval,
     McNemar,

@@ -24,8 +24,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from meta_agent.efficacy.compute import Compute, EvolveCompute, of_evolve, of_training
-from meta_agent.efficacy.reference import make_reference_harness
+from bench.efficacy_lib.compute import Compute, EvolveCompute, of_evolve, of_training
+from bench.efficacy_lib.reference import make_reference_harness
 from meta_agent.errors import UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.active_time import run_seconds

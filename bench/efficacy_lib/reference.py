@@ -44,7 +44,7 @@ def make_reference_harness(dest: Path, domain: str) -> Path:
     config = yaml.safe_load(path.read_text(encoding="utf-8"))
     for section, values in REFERENCE[domain].items():
         config.setdefault(section, {}).update(values)
-    header = "# The efficacy benchmark's reference harness (meta_agent/efficacy/reference.py says why each value).\n"
+    header = "# The efficacy benchmark's reference harness (bench/efficacy_lib/reference.py says why each value).\n"
     path.write_text(header + yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     commit_dir(repo, dest, repo.head.commit.hexsha, "main", "Reference GRPO settings for the efficacy benchmark")
     repo.git.reset("-q")  # the checkout's index to the new main (its files already are)

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from meta_agent.efficacy.arms import ARMS_RECORD, ArmRecords, SeedRun, saved
+from bench.efficacy_lib.arms import ARMS_RECORD, ArmRecords, SeedRun, saved
 from meta_agent.errors import UserError
 
 IGNORED = frozenset({"sandbox"})
