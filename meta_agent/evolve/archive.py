@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from meta_agent.agents.base import Hypothesis
+from meta_agent.candidate_fold import fold_candidates
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import RunContext
 from meta_agent.gitops import ARCHIVE_MERGE, MergeConflict, is_merged, merge_commit
-from meta_agent.journal import CandidateCreated, ParentsChosen, VerdictRecorded, with_repairs
+from meta_agent.journal import ParentsChosen
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,9 @@ class Entry:
 
 def entries(log: EventLog) -> list[Entry]:
     """Every candidate of the run with a verdict, in the order they were created."""
-    last = {v.cand_id: v for v in log.of_type(VerdictRecorded)}
-    out = []
-    for created in log.of_type(CandidateCreated):
-        v = last.get(created.cand_id)
-        commit = with_repairs(log, created).commit
-        if v is None or commit is None:
-            continue
-        out.append(Entry(cand_id=created.cand_id, commit=commit, skills=tuple(created.skills), verdict=v.verdict,
-                         stage=v.stage, kind=v.kind, delta=v.delta))
-    return out
+    return [Entry(cand_id=c.cand_id, commit=c.commit, skills=tuple(c.created.skills), verdict=c.verdict.verdict,
+                  stage=c.verdict.stage, kind=c.verdict.kind, delta=c.verdict.delta)
+            for c in fold_candidates(log).values() if c.verdict is not None and c.commit is not None]
 
 
 def choose_parents(ctx: RunContext, main: str, hypotheses: list[Hypothesis], when_key: str) -> ParentsChosen:

@@ -13,19 +13,15 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from meta_agent.candidate_fold import CandidateState, fold_candidates
 from meta_agent.eventlog import EventLog, require_run
 from meta_agent.hypothesis import Hypothesis
 from meta_agent.journal import (
-    CandidateCreated,
-    Combined,
     FinalEval,
     GenerationDone,
-    Merged,
     Proposed,
     RunDone,
     RunStarted,
-    StageDone,
-    VerdictRecorded,
 )
 from meta_agent.journal_keys import cand_dir, gen_dir, generation_of
 from meta_agent.runinfo import read_run_info
@@ -137,12 +133,9 @@ def _hypothesis_text(h: Hypothesis | None) -> str:
     return " → ".join(p for p in parts if p)
 
 
-def _candidate(c: CandidateCreated, log: EventLog, run_dir: Path, page_dir: Path,
-               hyps: dict[int, list[Hypothesis]]) -> CandidateNode:
-    verdicts = [v for v in log.of_type(VerdictRecorded) if v.cand_id == c.cand_id]
-    stages = [s for s in log.of_type(StageDone) if s.cand_id == c.cand_id]
-    combined = [m.how for m in log.of_type(Combined) if m.cand_id == c.cand_id]
-    v = verdicts[-1] if verdicts else None  # a winner re-tested at merge has two
+def _candidate(state: CandidateState, run_dir: Path, page_dir: Path, hyps: dict[int, list[Hypothesis]]
+               ) -> CandidateNode:
+    c, v, stages = state.created, state.verdict, state.stages
     generation = hyps.get(c.gen, [])
     train_report = run_dir / gen_dir(c.gen) / cand_dir(c.k) / "train" / "report.html"
     verdict: str
@@ -158,7 +151,7 @@ def _candidate(c: CandidateCreated, log: EventLog, run_dir: Path, page_dir: Path
         hypothesis=_hypothesis_text(generation[c.k] if c.k < len(generation) else None),
         declared_kind=(v.declared_kind if v and v.declared_kind else c.kind), measured_kind=v.kind if v else None,
         stage=stage, verdict=verdict, reason=reason, delta=v.delta if v else None, ci=v.ci if v else None,
-        merged=any(m.cand_id == c.cand_id for m in log.of_type(Merged)), combined=combined[-1] if combined else None,
+        merged=state.merge_commit is not None, combined=state.combined,
         report=_link(train_report, page_dir))
 
 
@@ -170,8 +163,8 @@ def collect_lineage(run_dir: Path, page_dir: Path) -> LineageView:
     info = read_run_info(run_dir)
     hyps = _hypotheses(log)
     done = {g.gen: g for g in log.of_type(GenerationDone)}
-    created = {c.cand_id: c for c in log.of_type(CandidateCreated)}  # a resumed step may be journaled again
-    gens = sorted(set(done) | {c.gen for c in created.values()})
+    created = fold_candidates(log)
+    gens = sorted(set(done) | {c.created.gen for c in created.values()})
     generations = []
     for g in gens:
         d = done.get(g)
@@ -180,7 +173,7 @@ def collect_lineage(run_dir: Path, page_dir: Path) -> LineageView:
             high=d.control_high if d else None, noise_floor=d.noise_floor if d else None,
             dominant=d.dominant if d else [], main_after=d.main_after if d else None,
             report=_link(run_dir / gen_dir(g) / "main" / "report.html", page_dir),
-            candidates=sorted((_candidate(c, log, run_dir, page_dir, hyps) for c in created.values() if c.gen == g),
+            candidates=sorted((_candidate(c, run_dir, page_dir, hyps) for c in created.values() if c.created.gen == g),
                               key=lambda n: n.k)))
     finals = log.of_type(FinalEval)
     final = finals[-1].model_dump(mode="json", exclude_none=True) if finals else _summary_final(run_dir)

@@ -12,9 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from meta_agent.candidate_fold import fold_candidates
 from meta_agent.eventlog import EventLog
 from meta_agent.fsutil import atomic_write_text
-from meta_agent.journal import CandidateCreated, GenerationDone, VerdictRecorded, with_repairs
+from meta_agent.journal import GenerationDone
 from meta_agent.report.render import template
 
 
@@ -41,15 +42,16 @@ class RunSummary(BaseModel):
 
 
 def collect(log: EventLog, final: dict[str, Any] | None) -> RunSummary:
-    created = {c.cand_id: with_repairs(log, c) for c in log.of_type(CandidateCreated)}
-    latest = {v.cand_id: v for v in log.of_type(VerdictRecorded)}  # a winner re-tested at merge has two
+    decided = sorted((s for s in fold_candidates(log).values() if s.verdict is not None),
+                     key=lambda s: s.verdict_order or 0)  # in the order they were decided
     candidates = []
-    for v in latest.values():
-        c = created.get(v.cand_id)
+    for s in decided:
+        v, c = s.verdict, s.created
+        assert v is not None
         candidates.append(CandidateLine(
-            cand_id=v.cand_id, title=v.title or (c.title if c else ""), kind=v.kind, skills=v.skills,
-            verdict=v.verdict, stage=v.stage, reason=v.reason, delta=v.delta, ci=v.ci,
-            branch=c.branch if c else "", commit=c.commit if c else None, parent=c.parent if c else None))
+            cand_id=v.cand_id, title=v.title or c.title, kind=v.kind, skills=v.skills, verdict=v.verdict,
+            stage=v.stage, reason=v.reason, delta=v.delta, ci=v.ci, branch=c.branch, commit=c.commit,
+            parent=c.parent))
     return RunSummary(generations=log.of_type(GenerationDone), candidates=candidates, final=final or {})
 
 
