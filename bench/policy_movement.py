@@ -38,7 +38,7 @@ from bench.efficacy_lib.arms import run_meta_agent  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.gitops import init_harness  # noqa: E402
-from meta_agent.skills.kit import set_setting  # noqa: E402
+from meta_agent.inside.skillkit import set_setting  # noqa: E402
 
 
 def _meta_agent(out: Path, *args: str) -> None:

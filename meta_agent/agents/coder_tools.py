@@ -1,6 +1,6 @@
 """The coder's tools. Each acts only through the workspace's sandbox session; none touches the host's files.
 
-File operations run coder_sandbox.py inside the session; `run_selftest` and `run_replay` run the
+File operations run meta_agent/inside/coder_sandbox.py inside the session; `run_selftest` and `run_replay` run the
 harness verbs there. Paths are checked on the host first: an edit to a protected path (the entry
 point, the boundary adapter) is refused before anything runs, since the static stage would reject
 the candidate anyway. `commit` ends the loop only when files changed and selftest passes on them.
@@ -13,17 +13,17 @@ import posixpath
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from meta_agent import inside
 from meta_agent.agents.base import Workspace
 from meta_agent.agents.python_tool import DESCRIPTION, PythonArgs, run_python
 from meta_agent.gitops import PROTECTED_PATHS
 from meta_agent.llm.agent_loop import truncate
 from meta_agent.llm.tools import Tool, ToolResult
 
-SANDBOX_SCRIPT = (Path(__file__).with_name("coder_sandbox.py")).read_text(encoding="utf-8")
+SANDBOX_SCRIPT = inside.source("coder_sandbox.py")
 MAX_EDIT_CHARS = 100_000
 """Edits travel as one argv element (Linux caps one at 128 KiB); no sensible harness edit is bigger."""
 FILE_OP_TIMEOUT_S = 60

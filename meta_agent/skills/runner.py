@@ -1,7 +1,7 @@
 """Runs a skill's apply.py on a harness checkout inside a sandbox session.
 
 apply.py may have been written by an LLM, so it is untrusted like harness code:
-it runs in the sandbox with skillkit.py (meta_agent/skills/kit.py) beside it and
+it runs in the sandbox with skillkit.py (meta_agent/inside/skillkit.py) beside it and
 reports back one JSON line that is validated here.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from meta_agent import inside
 from meta_agent.skills.store import Skill
 from sandboxes import Session
 
@@ -54,7 +55,7 @@ class ApplyOutcome(BaseModel):
 def prepare_kit(kit_dir: Path) -> Path:
     """Write skillkit.py and the runner into `kit_dir` (mounted read-only into workspaces)."""
     kit_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(__file__).with_name("kit.py"), kit_dir / KIT_FILE)
+    shutil.copyfile(inside.path(KIT_FILE), kit_dir / KIT_FILE)
     (kit_dir / RUNNER_FILE).write_text(RUNNER_SOURCE)
     return kit_dir
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from meta_agent import inside
 from meta_agent.errors import ContractError
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.swe.env import env_python
@@ -22,7 +23,7 @@ from meta_agent.swe.instance import TestSetup
 from meta_agent.untrusted_files import read_bytes
 from sandboxes import Session
 
-RUNNER = Path(__file__).with_name("pytest_runner.py")
+RUNNER = inside.path("pytest_runner.py")
 PASSED = "passed"
 FAILING = frozenset({"failed", "error"})
 BASE_PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "-o", "console_output_style=classic",

@@ -173,3 +173,14 @@ def test_one_name_per_class() -> None:
                     where.setdefault(node.name, []).append(_module_name(p))
     twice = {name: mods for name, mods in where.items() if len(mods) > 1}
     assert not twice, f"class names defined more than once: {twice}"
+
+
+def test_sandbox_side_code_is_shipped_as_files_never_imported_and_imports_nothing_of_ours() -> None:
+    """meta_agent/inside/ runs in sandboxes: the trusted side loads it only through `inside.source/path`."""
+    graph = _graph()
+    scripts = {m for m in graph if m.startswith("meta_agent.inside.")}
+    assert {"meta_agent.inside.coder_sandbox", "meta_agent.inside.skillkit", "meta_agent.inside.pytest_runner",
+            "meta_agent.inside.mini_driver", "meta_agent.inside.sandbox_launch"} <= scripts
+    importers = {m: sorted(deps & scripts) for m, deps in graph.items() if deps & scripts}
+    assert importers == {}, "trusted code imports sandbox-side scripts as modules"
+    assert {m: sorted(graph[m]) for m in scripts if graph[m]} == {}, "a sandbox-side script imports meta-agent"

@@ -1,4 +1,5 @@
-"""The coder's edit operations (coder_sandbox.py), run as they are in the sandbox: `python -c SOURCE OP ARGS`."""
+"""The coder's edit operations (meta_agent/inside/coder_sandbox.py), run as they are in the sandbox:
+`python -c SOURCE OP ARGS`."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from meta_agent.agents.external import sandbox_launch
+from meta_agent import inside
 from meta_agent.agents.external.relay import ModelRelay, exchanges
 from meta_agent.agents.external.wire import answer_of, usage_of
 from meta_agent.config import ConfigFileError, EvolveConfig
@@ -107,7 +107,7 @@ print(json.dumps({{"relay": status, "host_loopback": tcp("127.0.0.1", {server.po
     with _relay(server, tmp_path) as relay, sandbox.open(work, mounts=[Mount(tmp_path)]) as session:
         spec = {"socket": str(relay.socket_path), "argv": [sys.executable, "-c", probe],
                 "env": {"BASE": "http://127.0.0.1:{port}/v1"}, "timeout_s": 60}
-        result = session.run([sys.executable, "-c", Path(sandbox_launch.__file__).read_text(), json.dumps(spec)],
+        result = session.run([sys.executable, "-c", inside.source("sandbox_launch.py"), json.dumps(spec)],
                              timeout=120)
     ran = json.loads(result.stdout.strip().splitlines()[-1])
     assert ran["exit_code"] == 0, ran["stderr"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from meta_agent import inside
 from meta_agent.agents.external.relay import Upstream
 from meta_agent.coders import ExternalCoderName
 from meta_agent.config import ConfigFileError
@@ -106,7 +107,7 @@ class MiniSweAgent(ExternalAgent):
     def launch(self, task: str, base_url: str, home: Path, steps: int, timeout_s: float) -> Launch:
         spec = {"model": f"{self.api}/{self.bare}", "api_base": base_url, "task": task, "steps": steps,
                 "command_timeout_s": min(300, timeout_s)}
-        source = (Path(__file__).parent / "mini_driver.py").read_text(encoding="utf-8")  # not imported here
+        source = inside.source("mini_driver.py")  # not imported here
         return Launch(argv=[sys.executable, "-c", source, json.dumps(spec)],
                       env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "MSWEA_COST_TRACKING": "ignore_errors",
                            "MSWEA_SILENT_STARTUP": "1", "MSWEA_CONFIGURED": "true",

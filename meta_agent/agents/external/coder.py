@@ -16,9 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from meta_agent import inside
 from meta_agent.agents.base import Failure, Hypothesis, Implementation, Workspace
 from meta_agent.agents.coder import session_name
-from meta_agent.agents.external import sandbox_launch
 from meta_agent.agents.external.agents import ExternalAgent, Launch, external_agent, reachable, upstream_for
 from meta_agent.agents.external.relay import ModelRelay, Upstream
 from meta_agent.agents.prompts import load_prompt
@@ -84,7 +84,7 @@ class ExternalCoder:
         launch = self.agent.launch(self.prompt(ws, task), base_url, ws.session.scratch, self.max_steps,
                                    self.timeout_s)
         with relay:
-            result = ws.session.run([sys.executable, "-c", Path(sandbox_launch.__file__).read_text(encoding="utf-8"),
+            result = ws.session.run([sys.executable, "-c", inside.source("sandbox_launch.py"),
                                      json.dumps(self._spec(launch, relay))], timeout=self.timeout_s + 60)
         outcome = self._outcome(result.stdout, result.describe_failure() if not result.ok else "")
         relay.event({"type": "end", "ok": outcome.ok, "outcome": outcome.reason or outcome.summary})
