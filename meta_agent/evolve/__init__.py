@@ -8,6 +8,10 @@
   (backtests through the executor), `evidence` (the folder the agents read), `archive`, `static_arm`,
   `skill_trial`, `active_time`; for the user: `estimate` (the plan and its wall time), `eta` (time to
   go), `live` (live.json).
+
+Shared with the rest of meta_agent: journal keys and candidate ids are built and parsed only in
+`meta_agent/journal_keys.py`; "a candidate as it ended" is folded only in `meta_agent/candidate_fold.py`;
+settings are layered only by `meta_agent/config.build` (evolve and resume alike).
 """
 
 from meta_agent.evolve.run import finalize, load_for_resume, prepare, run
