@@ -68,7 +68,6 @@ class CandidateRun:
         """`parent`: (archived cand_id, the commit that merged it onto main) to build on instead of main."""
         self.ctx, self.gen, self.k, self.hypothesis, self.tag = ctx, gen, k, hypothesis, tag
         self.parent = parent
-        self.defer_train = False
 
     @property
     def id(self) -> CandidateId:
@@ -97,28 +96,35 @@ class CandidateRun:
     def pending_train(self) -> TrainJob | None:
         """Everything of this candidate up to its training backtest (implement, static, replay, repairs);
         the train stage's job if it still has to run, else None (and the verdict is then recorded)."""
-        self.defer_train = True
-        try:
-            self.run()
-        except TrainPending as pending:
-            return pending.job
-        finally:
-            self.defer_train = False
-        return None
+        state = self.advance(train_now=False)
+        return state.job if isinstance(state, AwaitingTraining) else None
 
     def run(self) -> Verdict:
+        """The whole cascade, training included, to the candidate's verdict."""
+        state = self.advance(train_now=True)
+        assert isinstance(state, Verdict)
+        return state
+
+    def advance(self, train_now: bool) -> Verdict | AwaitingTraining:
+        """Take the candidate as far as it goes: implemented -> static -> replay (with repair turns) ->
+        trained -> decided. Each step done is journaled, so a later call (or a resumed run) starts where
+        the last stopped. `train_now=False` stops at a train stage not yet run and returns it as
+        `AwaitingTraining`: the generation runs every candidate's training side by side (the fan-out, which
+        journals each result under its key), then calls this again to decide."""
         ctx, h = self.ctx, self.hypothesis
         done = ctx.log.done(self.key("verdict"), VerdictRecorded)
         if done is not None:
             return done.verdict_only()
         self._say("created", f"gen {self.gen.g}: candidate {self.k} ({h.title}): implementing")
         created = ctx.step(self.key("created"), CandidateCreated, self._implement_or_fail)
-        stages = [self._stage("implement", lambda: StageResult(
+        stages = [self.stage("implement", lambda: StageResult(
             stage="implement", passed=created.ok, reason=created.reason or "implemented"))]
         commit = created.commit if created.ok else None
         if commit:
-            cascade = self.cascade(commit, self.gen.main_before)
+            cascade = self.cascade(commit, self.gen.main_before, train_now=train_now)
             for attempt in range(1, ctx.cfg.repair_turns + 1):
+                if isinstance(cascade, AwaitingTraining):
+                    break
                 failed = cascade[-1]
                 if failed.passed or failed.stage not in REPAIRABLE or not isinstance(ctx.proposer, Repairs):
                     break
@@ -127,7 +133,9 @@ class CandidateRun:
                 if repaired.commit is None:
                     break
                 commit = repaired.commit
-                cascade = self.cascade(commit, self.gen.main_before, attempt)
+                cascade = self.cascade(commit, self.gen.main_before, attempt, train_now=train_now)
+            if isinstance(cascade, AwaitingTraining):
+                return cascade
             stages += cascade
         verdict = decide(self.cand_id, h.kind, stages, self.gen.noise_floor, ctx.cfg.gate)
         if commit:  # the note first: a kill before the journal line redoes both
@@ -138,23 +146,28 @@ class CandidateRun:
                        key=self.key("verdict"))
         return verdict
 
-    def cascade(self, commit: str, base: str, attempt: int = 0) -> list[StageResult]:
+    def cascade(self, commit: str, base: str, attempt: int = 0, train_now: bool = True
+                ) -> list[StageResult] | AwaitingTraining:
         """static -> replay -> train (every kind of change), stopping at a failure.
-        `attempt` > 0: the cascade of the commit that repair turn made (journaled under its own keys)."""
+        `attempt` > 0: the cascade of the commit that repair turn made (journaled under its own keys).
+        `train_now=False`: a train stage not yet journaled is returned as `AwaitingTraining` instead."""
         ctx, what = self.ctx, f"gen {self.gen.g}: candidate {self.k}{self.tag}"
         if attempt:
             what += f" (repair {attempt})"
         at = f"@{attempt}" if attempt else ""
         self._say("static" + at, f"{what}: static checks")
-        stages = [self._stage("static", lambda: run_static(
+        stages = [self.stage("static", lambda: run_static(
             ctx.repo, base, commit, ctx.sandbox, ctx.cfg.sandbox.limits(), self.dir / "work"), at)]
         if stages[-1].passed:
             self._say("replay" + at, f"{what}: replaying rollouts and probes")
-            stages.append(self._stage("replay", lambda: self._replay(commit), at))
+            stages.append(self.stage("replay", lambda: self._replay(commit), at))
         if stages[-1].passed:  # every kind trains: nothing reaches main on replay evidence alone
-            if not self.defer_train:  # deferred: the fan-out says it, for all candidates at once
-                self._say("train" + at, f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
-            stages.append(self._stage("train", lambda: self._train(commit, self.key("train" + at)), at))
+            key = self.key("train" + at)
+            if not train_now and ctx.log.done(key, StageDone) is None:
+                ctx.budget.check(key)
+                return AwaitingTraining(self.train_job(commit, key))  # the fan-out says it, for all at once
+            self._say("train" + at, f"{what}: training backtest ({ctx.cfg.steps} steps) + selection eval")
+            stages.append(self.stage("train", lambda: self._train(commit, key), at))
         return stages
 
     def _say(self, part: str, text: str) -> None:
@@ -186,14 +199,14 @@ class CandidateRun:
                         reason=bound(reason, MAX_FAILURE_CHARS), summary=outcome.summary if outcome else "",
                         implement_seconds=time.monotonic() - started)
 
-    def _stage(self, name: str, fn: Callable[[], StageResult], at: str = "") -> StageResult:
+    def stage(self, name: str, fn: Callable[[], StageResult], at: str = "") -> StageResult:
         """Run one stage; whatever it raises fails this candidate at this stage (journaled, so a resumed
         run does not re-enter a stage that can only fail again). Budget stops still stop the run."""
         def guarded() -> StageDone:
             started = time.monotonic()
             try:
                 result = fn()
-            except (BudgetExhausted, KeyboardInterrupt, TrainPending):
+            except (BudgetExhausted, KeyboardInterrupt):
                 raise
             except Exception as e:  # one candidate's failure, whatever raised it, is that candidate's
                 result = StageResult(stage=name, passed=False, seconds=time.monotonic() - started,
@@ -254,19 +267,16 @@ class CandidateRun:
     def _train(self, commit: str, key: str) -> StageResult:
         ctx = self.ctx
         job = self.train_job(commit, key)
-        if self.defer_train:
-            raise TrainPending(job)
         env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo,
                      on_step=ctx.reporter.training_step, on_eval=ctx.reporter.tasks_answered)
         return run_train_job(job, env)
 
 
-class TrainPending(Exception):
-    """Raised out of `CandidateRun.run(defer_train=True)` at a train stage not yet journaled."""
+@dataclass(frozen=True)
+class AwaitingTraining:
+    """A candidate whose static and replay stages passed and whose train stage has not run: its job."""
 
-    def __init__(self, job: TrainJob) -> None:
-        super().__init__(job.stage_id)
-        self.job = job
+    job: TrainJob
 
 
 def stages_of(log: EventLog, cand_id: str) -> list[StageDone]:

@@ -94,7 +94,8 @@ def _combine(ctx: RunContext, view: GenerationView, k: int, h: Hypothesis, alone
         return conflict.model_copy(update={"reason": made.reason}), made
     baseline = dataclasses.replace(view, main_before=new_main, main_replay=_replay_of(ctx, view, new_main, i))
     run = CandidateRun(ctx, baseline, k, h, tag=TAG)
-    stages = run.cascade(made.commit, new_main)
+    stages = run.cascade(made.commit, new_main)  # trains now: it returns every stage it ran
+    assert isinstance(stages, list)
     together = decide(alone.cand_id, h.kind, stages, view.noise_floor, ctx.cfg.gate)
     how = "merged as is" if made.how == "merge" else "re-implemented on the new main"
     if not together.promoted:

@@ -119,7 +119,7 @@ def _confirm_one(ctx: RunContext, view: GenerationView, run: CandidateRun, job: 
     assert static is not None and replay is not None, f"{short.cand_id} reached the gate without static or replay"
     env = JobEnv(domain=ctx.domain, sandbox=ctx.sandbox, repo=ctx.repo, on_step=ctx.reporter.training_step,
                  on_eval=ctx.reporter.tasks_answered)
-    stage = run._stage("confirm", lambda: run_train_job(job, env))  # journaled by the fan-out, unless it stopped
+    stage = run.stage("confirm", lambda: run_train_job(job, env))  # journaled by the fan-out, unless it stopped
     judged = stage.model_copy(update={"stage": "train"})  # the gate reads the longest run as the train evidence
     verdict = decide(short.cand_id, h.kind, [static.result(), replay.result(), judged], view.noise_floor,
                      ctx.cfg.gate)
