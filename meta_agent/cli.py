@@ -62,6 +62,11 @@ RayAddressOpt = Annotated[str | None, typer.Option(
     help="ray: `auto` (this node's cluster) or ray://HOST:PORT; default: a private local Ray instance")]
 
 
+def budget_options(minutes: float | None, tokens: int | None, dollars: float | None) -> dict[str, object]:
+    """The `budget:` options given (0 or None: not given; `build` keeps the file's value, and `resume` none)."""
+    return {"wall_minutes": minutes or None, "llm_tokens": tokens or None, "llm_dollars": dollars or None}
+
+
 def executor_options(kind: str | None, parallel: int | None, address: str | None) -> dict[str, object]:
     """The `executor:` options given (None: not given; `build` keeps the file's or the run's value)."""
     return {"kind": kind, "parallel": parallel, "ray_address": address}
@@ -241,8 +246,7 @@ def evolve(
         "llm": {"model": model or None, "diagnostician_model": diagnostician_model or None,
                 "coder_model": coder_model or None, "api_base": api_base or None, "coder": coder or None,
                 "coder_api_base": coder_api_base or None},
-        "budget": {"wall_minutes": budget_minutes or None, "llm_tokens": llm_tokens or None,
-                   "llm_dollars": llm_dollars or None},
+        "budget": budget_options(budget_minutes, llm_tokens, llm_dollars),
         "executor": executor_options(executor, parallel, ray_address)})
     if print_config:
         import yaml
@@ -278,8 +282,7 @@ def resume(
     from meta_agent.evolve import load_for_resume
 
     run_evolve(load_for_resume(run_dir.resolve(), {
-        "budget": {"wall_minutes": budget_minutes or None, "llm_tokens": llm_tokens or None,
-                   "llm_dollars": llm_dollars or None},
+        "budget": budget_options(budget_minutes, llm_tokens, llm_dollars),
         "tracker": tracker or None, "executor": executor_options(executor, parallel, ray_address)}),
         console, resume=True)
 
