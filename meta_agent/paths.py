@@ -29,7 +29,21 @@ def _shipped(name: str) -> Path:
     raise FileNotFoundError(f"meta-agent installation is incomplete: no {name}/ folder found")
 
 
+TEMPLATE_ENV = "META_AGENT_HARNESS_TEMPLATE"
+
+
 def harness_template() -> Path:
+    """What a new harness repo starts from: the shipped harness_repo/, or a directory laid out like it (your
+    team's own harness: `harness/`, `configs/<domain>.yaml`, `tests/`) named by META_AGENT_HARNESS_TEMPLATE.
+    Only new repos read it (`init`, a run's first start, a skill's trial on a fresh harness): a run's own
+    repo, once made, is what it trains."""
+    given = os.environ.get(TEMPLATE_ENV)
+    if given:
+        path = Path(given)
+        if not (path / "harness" / "__main__.py").is_file() or not (path / "configs").is_dir():
+            raise FileNotFoundError(f"{TEMPLATE_ENV}={given} is not a harness template: it needs harness/__main__.py "
+                                    "and configs/<domain>.yaml, as the shipped harness_repo/ has")
+        return path
     return _shipped("harness_repo")
 
 

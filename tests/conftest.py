@@ -21,6 +21,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     _share = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     for _key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_key, str(_share))
+TEST_ROOT = _SESSION_ROOT
 os.environ["META_AGENT_CACHE"] = str(_SESSION_ROOT / "cache")
 os.environ["META_AGENT_DATA"] = str(_SESSION_ROOT / "data")
 # One fixed secret for the sealed splits, so every test sees the same selection/test tasks.

@@ -1,5 +1,6 @@
 """`bench/efficacy.py` on the tiny policy: all four arms run, get the compute they should, save their
-per-task results, and the report's numbers are exactly what those files say. A re-run resumes."""
+per-task results, and the report's numbers are exactly what those files say. A re-run resumes. Every arm's
+harness trains by script (tests/scripted_harness): tested is what the benchmark runs, counts and reports."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ ARMS = ("evolved", "static", "reference", "static_total")
 def _bench(out: Path, data: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(BENCH), "--preset", "tiny", "--seeds", "1", "--out", str(out),
                            "--sandbox", TEST_SANDBOX], capture_output=True, text=True, timeout=1500,
-                          env={**data_env(data), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+                          env={**data_env(data, scripted=True), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
 
 
 def test_the_benchmark_gives_every_arm_its_compute_and_reports_from_the_saved_results(tmp_path: Path) -> None:

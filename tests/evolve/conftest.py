@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import TEST_SANDBOX
+from tests.conftest import TEST_ROOT, TEST_SANDBOX
+from tests.scripted_harness.template import scripted_env
 
 HERE = Path(__file__).parent
 E2E_SKILLS = HERE / "e2e_skills"
@@ -31,14 +32,17 @@ def tiny_config(run_dir: Path, **overrides: Any) -> Path:
     return path
 
 
-def data_env(data_dir: Path) -> dict[str, str]:
-    """Each run gets its own user data dir: skill evidence from other tests must not steer it."""
-    return {**os.environ, "META_AGENT_DATA": str(data_dir)}
+def data_env(data_dir: Path, scripted: bool = False) -> dict[str, str]:
+    """Each run gets its own user data dir: skill evidence from other tests must not steer it. `scripted`: its
+    harness repo starts from the scripted-training template (tests/scripted_harness), for tests of the loop's
+    logic that need a real harness, sandbox and stages but not real GRPO."""
+    return {**os.environ, "META_AGENT_DATA": str(data_dir), **(scripted_env(TEST_ROOT) if scripted else {})}
 
 
-def meta_agent(*args: str, data_dir: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def meta_agent(*args: str, data_dir: Path, timeout: float = 900,
+               scripted: bool = False) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "meta_agent", *args], capture_output=True, text=True,
-                          timeout=timeout, env=data_env(data_dir))
+                          timeout=timeout, env=data_env(data_dir, scripted))
 
 
 @pytest.fixture(scope="session")
@@ -50,3 +54,14 @@ def reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      data_dir=run_dir.parent / "data")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def scripted_reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same uninterrupted run as `reference_run`, its harness on scripted training (tests/scripted_harness):
+    what the tests of resume and of the executors compare their killed, fanned-out or resumed runs with."""
+    run_dir = tmp_path_factory.mktemp("evolve-scripted") / "reference"
+    res = meta_agent("evolve", "--config", str(tiny_config(run_dir)), data_dir=run_dir.parent / "data", scripted=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return run_dir
+

@@ -1,7 +1,8 @@
 """Crash-safe at every point: a kill between any side effect and its journal line, then `resume`, ends in
 exactly the state of an uninterrupted run (main, branches, notes, checkout, journal, index, skill evidence,
 summary). One reference run passes every declared crash point and leaves, at each, a copy of what a kill
-there would leave; each copy is resumed and compared. A second test kills for real, twice in a row."""
+there would leave; each copy is resumed and compared. A second test kills for real, twice in a row. The harness
+trains by script (tests/scripted_harness), so the ~40 resumes take minutes, not most of an hour."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ import yaml
 from meta_agent.crashpoints import CRASH_ENV, POINTS, SNAPSHOT_ENV, TRACE_ENV
 from meta_agent.eventlog import EventLog
 from meta_agent.journal import Resumed
+from tests.conftest import TEST_ROOT
 from tests.evolve.conftest import HERE, tiny_config
+from tests.scripted_harness.template import scripted_env
 
 pytestmark = pytest.mark.slow  # one small run, then one resume per crash point
 
@@ -31,7 +34,7 @@ SKILLS = HERE / "conflict_skills"  # two winners: a merge, then a combination th
 
 
 def _evolve(args: list[str], data: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "META_AGENT_DATA": str(data), **(extra_env or {})}
+    env = {**os.environ, "META_AGENT_DATA": str(data), **scripted_env(TEST_ROOT), **(extra_env or {})}
     return subprocess.run([sys.executable, "-m", "meta_agent", *args], capture_output=True, text=True, env=env,
                           timeout=1200)
 

@@ -18,7 +18,8 @@ from meta_agent.execution.jobs import WORKER_FILE
 from tests.evolve.conftest import data_env, meta_agent, tiny_config
 from tests.evolve.lineage_signature import signature
 
-# whole evolve loops; each Ray one starts a local Ray instance: tests/conftest.py keeps them on one xdist worker
+# whole evolve loops; each Ray one starts a local Ray instance: tests/conftest.py keeps them on one xdist worker.
+# Their harness trains by script (tests/scripted_harness): what is tested is where and how often backtests run.
 pytestmark = pytest.mark.slow
 
 DECISIONS = ("candidates", "stages", "verdicts", "merges", "final_main_tree", "mainline")
@@ -43,29 +44,30 @@ def _trains_journaled_once(run: Path, generations: int | None = None) -> list[st
 
 def _start(args: list[str], data: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "meta_agent", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, env=data_env(data))
+                            stderr=subprocess.STDOUT, start_new_session=True, env=data_env(data, scripted=True))
 
 
 def _kill_first_worker(run: Path, proc: subprocess.Popen[bytes], timeout: float = 900) -> dict[str, object]:
-    """SIGKILL the process running the first training backtest, once, as soon as it has started one."""
+    """SIGKILL the process running the first training backtest, once, while its harness is training."""
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         for f in _worker_files(run):
+            if not (f.parent / "train" / "metrics.jsonl.partial").exists():
+                continue  # not yet training (or already done)
             try:
                 worker = json.loads(f.read_text())
             except (OSError, ValueError):
                 continue
-            time.sleep(2)  # well inside the backtest: training has started in its sandbox
             os.kill(int(worker["pid"]), signal.SIGKILL)
             return {**worker, "file": str(f)}
-        time.sleep(0.1)
+        time.sleep(0.05)
     raise AssertionError("the run finished without ever starting a training backtest in a worker")
 
 
 @pytest.mark.parametrize("executor", [["--executor", "ray"], ["--executor", "local", "--parallel", "2"]],
                          ids=["ray", "local-parallel"])
 def test_backtests_fan_out_survive_a_killed_worker_and_decide_as_in_the_driver(
-        executor: list[str], reference_run: Path, tmp_path: Path) -> None:
+        executor: list[str], scripted_reference_run: Path, tmp_path: Path) -> None:
     run, data = tmp_path / "fanned", tmp_path / "data"
     # sealed evaluations in 2 shards each: the merged scores must decide exactly what whole ones did.
     # One generation more than the reference run, which merges in its last: the static arm then has a
@@ -78,8 +80,9 @@ def test_backtests_fan_out_survive_a_killed_worker_and_decide_as_in_the_driver(
     assert killed["pid"] != os.getpid() and killed["pid"] != proc.pid, "the job ran in the driver, not a worker"
     again = json.loads(Path(str(killed["file"])).read_text())
     assert again["pid"] != killed["pid"], "the killed backtest was not run again in another worker"
-    _same_decisions(run, reference_run, generations=2)
-    assert sorted(_trains_journaled_once(run, generations=2)) == sorted(_trains_journaled_once(reference_run)), \
+    _same_decisions(run, scripted_reference_run, generations=2)
+    expected = sorted(_trains_journaled_once(scripted_reference_run))
+    assert sorted(_trains_journaled_once(run, generations=2)) == expected, \
         "the first two generations trained other candidates than the in-driver run did"
     pids = {json.loads(f.read_text())["pid"] for f in _worker_files(run)}
     assert proc.pid not in pids, "a backtest ran in the driver"  # (Ray may reuse one worker for both)
@@ -107,19 +110,19 @@ def _static_arm_in_workers(run: Path, driver: int) -> None:
         assert json.loads((Path(e["data"]["out"]) / WORKER_FILE).read_text())["pid"] != driver
 
 
-def test_driver_killed_mid_backtest_resumes_to_the_same_lineage(reference_run: Path, tmp_path: Path) -> None:
+def test_driver_killed_mid_backtest_resumes_to_the_same_lineage(scripted_reference_run: Path, tmp_path: Path) -> None:
     run, data = tmp_path / "driver-killed", tmp_path / "data"
     proc = _start(["evolve", "--config", str(tiny_config(run)), "--executor", "ray"], data)
     deadline = time.monotonic() + 900
-    while not _worker_files(run) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while not any((f.parent / "train" / "metrics.jsonl.partial").exists() for f in _worker_files(run)) \
+            and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert proc.poll() is None, "the run ended before a backtest started"
-    time.sleep(3)
     os.killpg(proc.pid, signal.SIGKILL)  # the driver and its private Ray instance: the machine went down
     proc.wait()
-    res = meta_agent("resume", str(run), "--executor", "ray", data_dir=data)
+    res = meta_agent("resume", str(run), "--executor", "ray", data_dir=data, scripted=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    _same_decisions(run, reference_run)
+    _same_decisions(run, scripted_reference_run)
     _trains_journaled_once(run)
 
 

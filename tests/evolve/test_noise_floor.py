@@ -10,8 +10,9 @@ import pytest
 
 from meta_agent.gitops import init_harness
 from meta_agent.journal import NoiseMeasured
-from tests.conftest import commit_all, journal
+from tests.conftest import TEST_ROOT, commit_all, journal
 from tests.evolve.conftest import meta_agent, tiny_config
+from tests.scripted_harness.template import scripted_env
 
 pytestmark = pytest.mark.slow  # one generation of a small evolve run, with one noise rerun
 
@@ -19,7 +20,10 @@ PIN = "    cfg = load_config()\n"
 PINNED = "    seed = 0  # pinned: whatever seed meta-agent passes, every run is the same run\n" + PIN
 
 
-def test_a_harness_that_pins_its_seed_is_reported_and_cannot_set_the_floor_to_zero(tmp_path: Path) -> None:
+def test_a_harness_that_pins_its_seed_is_reported_and_cannot_set_the_floor_to_zero(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in scripted_env(TEST_ROOT).items():  # its training is scripted, and honours the seed it is given
+        monkeypatch.setenv(key, value)
     repo = init_harness(tmp_path / "harness", "math")
     train = Path(repo.working_dir) / "harness" / "train.py"
     assert PIN in train.read_text()

@@ -1,6 +1,7 @@
 """A proposer's failure is its generation's, never the run's: a crash inside `propose` is resumed past, an
 exception is journaled as the generation's reason, an unserializable hypothesis is dropped, and the run
-finishes. Run with a plugin proposer (tests/evolve/plugins/hostile_proposer.py)."""
+finishes. Run with a plugin proposer (tests/evolve/plugins/hostile_proposer.py), the harness training by script
+(tests/scripted_harness)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ PLUGINS = Path(__file__).parent / "plugins"
 
 
 def _meta_agent(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**data_env(run.parent / "data"),
+    env = {**data_env(run.parent / "data", scripted=True),
            "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "meta_agent", *args], env=env, capture_output=True, text=True,
                           timeout=1500)

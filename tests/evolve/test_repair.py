@@ -1,6 +1,7 @@
 """Repair turns: a candidate that fails static gets its proposer back with the failure, the revision is a
 new commit on the same branch, it is backtested again and, here, promoted and merged. A proposer that
-declines leaves the first verdict standing. Run with a plugin proposer (tests/evolve/plugins)."""
+declines leaves the first verdict standing. Run with a plugin proposer (tests/evolve/plugins), the harness
+training by script (tests/scripted_harness)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ PLUGINS = Path(__file__).parent / "plugins"
 def _evolve(run: Path, mode: str) -> subprocess.CompletedProcess[str]:
     config = tiny_config(run, generations=1, candidates=1, noise_reruns=0, control="none", skills=[],
                          proposer="repairing_proposer:RepairingProposer")
-    env = {**data_env(run.parent / "data"), "REPAIRING_PROPOSER_MODE": mode,
+    env = {**data_env(run.parent / "data", scripted=True), "REPAIRING_PROPOSER_MODE": mode,
            "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "meta_agent", "evolve", "--config", str(config)], env=env,
                           capture_output=True, text=True, timeout=1500)
@@ -84,7 +85,7 @@ def test_a_run_killed_inside_a_repair_turn_resumes_into_the_same_repaired_winner
     res = _evolve(run, "kill_once")
     assert res.returncode == -9, res.stdout[-3000:] + res.stderr[-3000:]
     assert (run / "killed-in-repair").is_file() and not journal(run, Repaired)
-    env = {**data_env(run.parent / "data"), "REPAIRING_PROPOSER_MODE": "kill_once",
+    env = {**data_env(run.parent / "data", scripted=True), "REPAIRING_PROPOSER_MODE": "kill_once",
            "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
     resumed = subprocess.run([sys.executable, "-m", "meta_agent", "resume", str(run)], env=env, capture_output=True,
                              text=True, timeout=1500)

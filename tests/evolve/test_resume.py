@@ -1,5 +1,6 @@
 """`meta-agent resume` after SIGKILL at several points finishes with the same lineage as an
-uninterrupted run of the same seeds (candidate ids, verdicts, main's history)."""
+uninterrupted run of the same seeds (candidate ids, verdicts, main's history). Both runs' harness trains by
+script (tests/scripted_harness): a kill inside a real GRPO run is covered by tests/evolve/test_evolve_e2e.py."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def _lineage(run: Path) -> dict[str, object]:
 def _run_until(args: list[str], condition: Callable[[], bool], data_dir: Path, timeout: float = 600) -> None:
     """Start meta-agent, SIGKILL its whole process group as soon as `condition` holds."""
     proc = subprocess.Popen([sys.executable, "-m", "meta_agent", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, env=data_env(data_dir))
+                            stderr=subprocess.DEVNULL, start_new_session=True, env=data_env(data_dir, scripted=True))
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         if condition():
@@ -53,7 +54,7 @@ def _logged(run: Path, key: str) -> Callable[[], bool]:
     return check
 
 
-def test_sigkill_during_train_backtest_and_merge_then_resume(reference_run: Path, tmp_path: Path) -> None:
+def test_sigkill_during_train_backtest_and_merge_then_resume(scripted_reference_run: Path, tmp_path: Path) -> None:
     run, data = tmp_path / "killed", tmp_path / "data"
     config = tiny_config(run)
     # 1. during the generation's training run (the harness is writing its metrics)
@@ -63,10 +64,10 @@ def test_sigkill_during_train_backtest_and_merge_then_resume(reference_run: Path
     _run_until(["resume", str(run)], _logged(run, "g0/c1/static"), data)
     # 3. right when the merges of generation 0 begin
     _run_until(["resume", str(run)], _logged(run, "g0/c1/verdict"), data)
-    res = meta_agent("resume", str(run), data_dir=data)
+    res = meta_agent("resume", str(run), data_dir=data, scripted=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
 
-    assert _lineage(run) == _lineage(reference_run)
+    assert _lineage(run) == _lineage(scripted_reference_run)
     keys = [r.key for r in EventLog(run).records if r.key]
     assert len(keys) == len(set(keys)), "a step was journaled twice"
     assert (run / "summary.md").is_file()

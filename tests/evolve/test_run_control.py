@@ -35,7 +35,8 @@ def test_a_second_run_on_the_same_harness_refuses(tmp_path: Path) -> None:
 
 def test_an_exhausted_budget_stops_cleanly_and_leaves_a_resumable_run(tmp_path: Path) -> None:
     run = tmp_path / "budget"
-    res = meta_agent("evolve", "--config", str(tiny_config(run)), "--budget-minutes", "0.2", data_dir=tmp_path / "data")
+    res = meta_agent("evolve", "--config", str(tiny_config(run)), "--budget-minutes", "0.2", data_dir=tmp_path / "data",
+                     scripted=True)
     assert res.returncode == 3, res.stdout[-2000:] + res.stderr[-2000:]
     out = _flat(res.stdout)
     assert "wall-clock budget" in out and f"meta-agent resume {run}" in out
@@ -77,7 +78,7 @@ def test_ctrl_c_says_how_to_continue_and_resume_finishes_the_run(tmp_path: Path)
                                  str(tiny_config(run, generations=1, candidates=1, noise_reruns=0, control="none",
                                                  test_limit=2))],
                                 stdout=out, stderr=subprocess.STDOUT,
-                                env=data_env(tmp_path / "data"))
+                                env=data_env(tmp_path / "data", scripted=True))
         try:
             said = _wait_for(log, "step 1/1 · reward", proc)
             assert "gen 0: training the policy under main" in said
@@ -94,7 +95,7 @@ def test_ctrl_c_says_how_to_continue_and_resume_finishes_the_run(tmp_path: Path)
     assert "not running (interrupted (Ctrl-C))" in _flat(stopped.stdout), stopped.stdout
     assert "generation 1 of 1" in _flat(stopped.stdout)
 
-    resumed = meta_agent("resume", str(run), data_dir=tmp_path / "data")
+    resumed = meta_agent("resume", str(run), data_dir=tmp_path / "data", scripted=True)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "tasks answered" in resumed.stdout, resumed.stdout[-3000:]
     assert EventLog(run).finished("run/done")

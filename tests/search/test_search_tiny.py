@@ -54,7 +54,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = tiny_config(run_dir, generations=2, candidates=2, train_steps=STEPS, confirm_steps=CONFIRM,
                          archive_parents=1, noise_reruns=1, control="none", skills=[],
                          executor={"kind": "local", "parallel": 2})  # backtests two at a time: same decisions
-    res = meta_agent("evolve", "--config", str(config), data_dir=data)
+    # the harness trains by script (tests/scripted_harness): tested here is what the search proposes and runs
+    res = meta_agent("evolve", "--config", str(config), data_dir=data, scripted=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run_dir
 
