@@ -37,10 +37,27 @@ under tests/sandboxes/) and a local Ray instance (tests/evolve/test_executors.py
 SERIAL_PATHS = ("tests/sandboxes/", "tests/evolve/test_executors.py")
 
 
+REFERENCE_GROUP = "reference-run"
+REFERENCE_PATHS = ("tests/evolve/test_evolve_e2e.py", "tests/evolve/test_decisions_unchanged.py",
+                   "tests/evolve/test_tracker_export.py", "tests/evolve/test_estimate.py")
+"""The modules that read the session's real-GRPO `reference_run` (tests/evolve/conftest.py): on one worker, so it is
+trained once (split over two workers it was trained twice, ~3 min each)."""
+
+LONGEST_FIRST = ("tests/evolve/test_adversarial_gate.py", "tests/evolve/test_crash_points.py", SERIAL_GROUP,
+                 REFERENCE_GROUP, "tests/llm/test_evolve_llm.py", "tests/foundation/test_sealed_view.py",
+                 "tests/evolve/test_faults.py", "tests/code_domain/test_evolve_code.py",
+                 "tests/swe_domain/test_swe_evolve_e2e.py", "tests/efficacy/test_efficacy_bench.py")
+"""Work units that took 3-7 minutes each in `make test` (--durations): started first, so the two workers end
+together instead of one running a long module alone at the end."""
+
+
 def scope_of(nodeid: str) -> str:
-    """A test's xdist work unit: its module, so module fixtures are built once, or the serial group."""
+    """A test's xdist work unit: its module, so module fixtures are built once, or a group that shares something
+    (the serial group, the reference run)."""
     path = nodeid.split("::")[0]
-    return SERIAL_GROUP if path.startswith(SERIAL_PATHS) else path
+    if path.startswith(SERIAL_PATHS):
+        return SERIAL_GROUP
+    return REFERENCE_GROUP if path in REFERENCE_PATHS else path
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -48,6 +65,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`make test` schedules by `scope_of`. (Not xdist_group marks: pytest 9 derives a test's nodeid from its
     structured id, and the `@group` suffix xdist 3.8 writes into `_nodeid` no longer reaches the scheduler.)"""
     from xdist.scheduler import LoadScopeScheduling
+
+    # xdist otherwise re-sorts the work units by their number of tests, undoing the longest-first order that
+    # pytest_collection_modifyitems gives them (one long single-test module then ran alone at the end)
+    config.option.loadscopereorder = False
 
     class ByScope(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -57,10 +78,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules holding slow tests go first, so under xdist the long ones start early and the quick ones fill in
-    at the end (the order within a module is kept)."""
+    """The longest work units first, then the other modules holding slow tests, so under xdist the long ones start
+    early and the quick ones fill in at the end (the order within a module is kept)."""
     slow = {scope_of(i.nodeid) for i in items if i.get_closest_marker("slow") is not None}
-    items.sort(key=lambda i: scope_of(i.nodeid) not in slow)
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        scope = scope_of(item.nodeid)
+        return (0, LONGEST_FIRST.index(scope)) if scope in LONGEST_FIRST else (1 if scope in slow else 2, 0)
+
+    items.sort(key=rank)
 
 
 TEST_SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")

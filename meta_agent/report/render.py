@@ -8,7 +8,6 @@ from pathlib import Path
 import jinja2
 
 from meta_agent.fsutil import atomic_write_text
-from meta_agent.report.plots import curves_png, labels_png
 from meta_agent.report.rollout_report import RolloutReport
 
 _ENV = jinja2.Environment(
@@ -39,6 +38,9 @@ def render_markdown(report: RolloutReport) -> str:
 
 
 def render_html(report: RolloutReport) -> str:
+    # matplotlib costs ~1 s to import: only a process that draws a report pays it, not every command
+    from meta_agent.report.plots import curves_png, labels_png
+
     return _ENV.get_template("rollout_report.html.j2").render(
         r=report,
         curves_png=base64.b64encode(curves_png(report)).decode(),

@@ -45,6 +45,7 @@ def test_a_run_picks_its_template_from_the_environment_and_refuses_one_that_is_n
         init_harness(tmp_path / "h2", "math")
 
 
+@pytest.mark.slow  # three sandboxed trainings
 def test_scripted_training_writes_what_the_contract_asks_at_the_settings_it_is_given(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_policy: Path, sandbox: Sandbox,
         small_math: MathDomain) -> None:

@@ -59,15 +59,17 @@ def test_sigkill_of_the_owner_ends_the_sandbox(backend: Sandbox, workdir: Path) 
     except AssertionError:
         owner.kill()
         pytest.fail(f"the owner never started its command: {owner.communicate()[1].decode()[-2000:]}")
+    from sandboxes.bwrap import SESSION_DIR_PREFIX
+
+    # taken while the owner lives (no session sweeps a live owner's dir): after the kill, a session another
+    # test opens in the meantime may already have swept it
+    sessions = list(Path(tempfile.gettempdir()).glob(f"{SESSION_DIR_PREFIX}{owner.pid}-*"))
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     assert wait_until(lambda: not host_processes_with(marker), timeout=30), "sandboxed process outlived its owner"
     if backend.name == "docker":
         assert wait_until(lambda: not _containers_of(owner.pid), timeout=30), "container outlived its owner"
     else:
-        from sandboxes.bwrap import SESSION_DIR_PREFIX
-
-        left = list(Path(tempfile.gettempdir()).glob(f"{SESSION_DIR_PREFIX}{owner.pid}-*"))
-        assert left, "expected the killed owner's session dir (it could not clean up)"
+        assert sessions, "expected the owner's session dir (which its kill keeps it from cleaning up)"
         backend.open(workdir).close()  # the next session sweeps it
-        assert not [p for p in left if p.exists()]
+        assert not [p for p in sessions if p.exists()]
