@@ -51,13 +51,20 @@ LONGEST_FIRST = ("tests/evolve/test_adversarial_gate.py", "tests/evolve/test_cra
 together instead of one running a long module alone at the end."""
 
 
+PACKAGE_SCOPED = ("tests/swe_tasks/",)
+"""Packages whose conftest builds package-scoped fixtures (task sets, ~20 s each): one work unit, so its tests run
+together and build them once. Split into modules, pytest tore them down whenever a worker moved to another
+package and built them again for the next module (five builds of the calc set in one `make test`)."""
+
+
 def scope_of(nodeid: str) -> str:
     """A test's xdist work unit: its module, so module fixtures are built once, or a group that shares something
-    (the serial group, the reference run)."""
+    (the serial group, the reference run, a package's fixtures)."""
     path = nodeid.split("::")[0]
     if path.startswith(SERIAL_PATHS):
         return SERIAL_GROUP
-    return REFERENCE_GROUP if path in REFERENCE_PATHS else path
+    package = next((p for p in PACKAGE_SCOPED if path.startswith(p)), None)
+    return package or (REFERENCE_GROUP if path in REFERENCE_PATHS else path)
 
 
 @pytest.hookimpl(optionalhook=True)
