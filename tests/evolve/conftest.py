@@ -64,4 +64,3 @@ def scripted_reference_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     res = meta_agent("evolve", "--config", str(tiny_config(run_dir)), data_dir=run_dir.parent / "data", scripted=True)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return run_dir
-

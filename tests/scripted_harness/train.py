@@ -43,9 +43,9 @@ RL, whose groups mostly hold no reward variance, as the tiny random model's all 
 
 def say(task: dict[str, Any], seed: int, rng: random.Random) -> str:
     """One completion of the scripted policy for `task`."""
-    options = menu(str(task["answer"]))
+    right, wrong, hedged, none, cut_off = menu(str(task["answer"]))
     stuck = random.Random(f"{seed}:{task['id']}").random() < STUCK_SHARE
-    return rng.choice([options[1], options[3]] if stuck else options)
+    return rng.choice([wrong, none] if stuck else [right, wrong, hedged, none, cut_off])
 
 
 def menu(answer: str) -> list[str]:
@@ -65,28 +65,25 @@ def menu(answer: str) -> list[str]:
 
 
 class Tokens:
-    """The policy's own tokenizer (tokenizers only: no torch), or words when it has none."""
+    """The policy's own tokenizer (the `tokenizers` library: no torch)."""
 
     def __init__(self, policy: Path) -> None:
-        self.tok: Any = None
-        path = policy / "tokenizer.json"
-        if path.is_file():
-            from tokenizers import Tokenizer
+        from tokenizers import Tokenizer
 
-            self.tok = Tokenizer.from_file(str(path))
+        path = policy / "tokenizer.json"
+        if not path.is_file():
+            raise ConfigError(f"the scripted harness counts tokens with {path}, which is missing")
+        self.tok = Tokenizer.from_file(str(path))
 
     def cut(self, text: str, limit: int) -> tuple[str, int, bool]:
         """(text cut to `limit` tokens, its token count, whether it was cut)."""
-        if self.tok is None:
-            words = text.split(" ")
-            return " ".join(words[:limit]), min(len(words), limit), len(words) > limit
         ids = self.tok.encode(text, add_special_tokens=False).ids
         if len(ids) <= limit:
             return text, len(ids), False
         return self.tok.decode(ids[:limit]), limit, True
 
     def count(self, text: str) -> int:
-        return len(self.tok.encode(text, add_special_tokens=False).ids) if self.tok else len(text.split())
+        return len(self.tok.encode(text, add_special_tokens=False).ids)
 
 
 def copy_weights(policy: Path, ckpt: Path) -> None:
