@@ -124,10 +124,13 @@ class DockerSession(ClosingSession):
         mounts: Sequence[Mount],
         limits: Limits,
         network: bool,
+        workdir_at: Path | None = None,
     ) -> None:
         self.client = client
         self.image = image
         self.workdir = workdir.resolve()
+        self.inside = workdir_at or self.workdir
+        """Where the workdir is inside the container: its host path unless the sandbox binds it elsewhere."""
         self.scratch = SCRATCH
         self.limits = limits
         self.network = network
@@ -144,7 +147,8 @@ class DockerSession(ClosingSession):
         limits = self.limits
         tmpfs_options = f"rw,exec,nosuid,nodev,mode=1777,size={tmpfs_bytes(limits)}"
         visible = [m for m in self._binds if not m.hidden]
-        binds = {str(m.source): {"bind": str(m.source), "mode": "ro" if m.read_only else "rw"} for m in visible}
+        binds = {str(m.source): {"bind": str(self.inside if m.source == self.workdir else m.source),
+                                 "mode": "ro" if m.read_only else "rw"} for m in visible}
         tmpfs = {"/tmp": tmpfs_options, str(SCRATCH): tmpfs_options}
         for m in self._binds:
             if m.hidden and m.source.is_dir():
@@ -177,7 +181,7 @@ class DockerSession(ClosingSession):
                 name=name,
                 hostname="sandbox",
                 user=f"{self.identity.uid}:{self.identity.gid}",
-                working_dir=str(self.workdir),
+                working_dir=str(self.inside),
                 environment=clean_env(self.scratch),
                 labels={LABEL: "1", f"{LABEL}.owner-pid": str(os.getpid()), f"{LABEL}.workdir": str(self.workdir)},
                 stdin_open=True,  # with detach=False this sets StdinOnce: our exit closes PID 1's stdin
@@ -219,7 +223,7 @@ class DockerSession(ClosingSession):
             run = _ExecRun(container, self.limits.output_bytes, self.quota)
             try:
                 limit = timeout if timeout is not None else self.limits.timeout_s
-                run.execute(list(cmd), clean_env(self.scratch, env), cwd or self.workdir, limit)
+                run.execute(list(cmd), clean_env(self.scratch, env), cwd or self.inside, limit)
                 reset = container.wait_for("reset", GRACE_S)
             except (SandboxError, OSError, DockerException):
                 run.container_lost, reset = True, {}
@@ -341,13 +345,21 @@ class _ExecRun:
 
 
 class DockerSandbox:
-    """Docker sessions; `auto` picks this backend when an engine answers."""
+    """Docker sessions; `auto` picks this backend when an engine answers.
+
+    `image` replaces the harness image (a task's own environment, `meta_agent/swe/task_images.py`); `workdir_at`
+    binds each session's workdir at that path instead of its host path (SWE-bench images keep their repository at
+    /testbed, and their test scripts `cd` there). The isolation is the same whatever the image.
+    """
 
     name = "docker"
     isolated = True
 
-    def __init__(self, *, image: str | None = None) -> None:
+    def __init__(self, *, image: str | None = None, workdir_at: Path | None = None) -> None:
+        if workdir_at is not None and not workdir_at.is_absolute():
+            raise SandboxError(f"workdir_at must be an absolute path inside the container, not {workdir_at}")
         self.image = image
+        self.workdir_at = workdir_at
 
     def open(
         self,
@@ -365,7 +377,7 @@ class DockerSandbox:
                 f"the sandbox image {image} is not built on this engine; run `meta-agent sandbox build-image`"
             )
         try:
-            return DockerSession(client, image, workdir, mounts, limits, network)
+            return DockerSession(client, image, workdir, mounts, limits, network, self.workdir_at)
         except BaseException:
             client.close()
             raise

@@ -33,8 +33,8 @@ from sandboxes import Sandbox  # noqa: E402
 
 SERIAL_GROUP = "one-at-a-time"
 """The xdist scope of the tests that share one machine-wide thing: the private dockerd (every docker test is
-under tests/sandboxes/) and a local Ray instance (tests/evolve/test_executors.py)."""
-SERIAL_PATHS = ("tests/sandboxes/", "tests/evolve/test_executors.py")
+under tests/sandboxes/ or tests/swe_images/) and a local Ray instance (tests/evolve/test_executors.py)."""
+SERIAL_PATHS = ("tests/sandboxes/", "tests/swe_images/", "tests/evolve/test_executors.py")
 
 
 REFERENCE_GROUP = "reference-run"

@@ -12,12 +12,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from meta_agent.commands import task_images
 from meta_agent.commands.app import App
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 
 app = App(help="Build, import and inspect repository-level bug-fix tasks (SWE-bench format).",
           interrupted="interrupted; run the same command again to continue where it stopped")
 console = Console()
+app.add_typer(task_images.app, name="images")
 
 
 def _split_table(title: str, rows: dict[str, Counter[str]]) -> Table:
@@ -110,11 +112,19 @@ def import_(
     name: Annotated[str | None, typer.Option(help="task set name (default: the file's stem)")] = None,
     split: Annotated[Literal["keep", "auto", "train", "selection", "test"], typer.Option(
         help="keep: the file's split field, else test; auto: assign by (project, file); or put all in one")] = "keep",
+    image_template: Annotated[str | None, typer.Option(help=(
+        "the container image of each instance the file names none, e.g. "
+        "'swebench/sweb.eval.x86_64.{swebench_id}:latest' for SWE-Gym rows ({instance_id} is also filled in)"))]
+    = None,
 ) -> None:
-    """Validate a task file and copy it into the task cache as a named set."""
+    """Validate a task file and copy it into the task cache as a named set.
+
+    Instances that name a container image (`image`, or SWE-smith's `image_name`, R2E-Gym's `docker_image`) run
+    in it: make the images with `meta-agent tasks images build --taskset NAME`."""
     from meta_agent.swe.taskset import import_tasks
 
-    manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split)
+    manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split,
+                            image_template=image_template)
     console.print(f"imported {sum(manifest.counts.values())} instances as task set [bold]{manifest.name}[/]: "
                   + ", ".join(f"{k} {v}" for k, v in manifest.counts.items()))
     empty = [k for k, v in manifest.counts.items() if v == 0]

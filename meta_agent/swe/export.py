@@ -15,8 +15,15 @@ from meta_agent.swe.taskset import load_tasks
 
 
 def export_taskset(name: str, out: Path, *, splits: Sequence[Split], with_private: bool) -> int:
-    """Write the instances of `splits` of task set `name` as SWE-bench JSONL; returns how many."""
-    instances = [inst for split in splits for inst in load_tasks(split, name)]
+    """Write the instances of `splits` of task set `name` as SWE-bench JSONL; returns how many.
+
+    An instance with its own image is written with its whole SWE-bench 5 test spec (`image`, `eval_script`,
+    `log_parser`, `eval_type`: its own, or the pytest one meta-agent grades it by), so swebench's harness
+    (`make_test_spec`, `run_instance`) can evaluate predictions for it as it is."""
+    from meta_agent.swe.test_spec import spec_fields
+
+    instances = [inst.model_copy(update=spec_fields(inst)) if inst.image else inst
+                 for split in splits for inst in load_tasks(split, name)]
     return write_instances(out, instances, with_private=with_private)
 
 

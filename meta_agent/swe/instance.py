@@ -14,16 +14,19 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from meta_agent.fsutil import atomic_write_lines
 from meta_agent.swe.difficulty import Tier, tier
 from meta_agent.swe.errors import SweTaskError
+from meta_agent.swe.image_ref import image_reference
 
 PRIVATE_FIELDS = frozenset({"mutation"})
 """Fields that hand the bug's location to whoever reads the file: kept in the task cache, not exported."""
 
 MAX_DEPS = 50
+IMAGE_ALIASES = ("image_name", "docker_image")
+"""Where other SWE-bench-family files name an instance's image: SWE-smith (`image_name`), R2E-Gym (`docker_image`)."""
 Split = Literal["train", "selection", "test"]
 SPLITS: tuple[Split, ...] = ("train", "selection", "test")
 
@@ -127,6 +130,55 @@ class SweInstance(BaseModel):
     runs tests as root in a container). A test that depends on who runs it (one that skips itself as root,
     such as pyflakes' test_permissionDenied) passes for one and is skipped for the other, so an instance's
     lists hold only for graders that run tests as this identity; `tasks verify` says which it ran as."""
+
+    image: str | None = None
+    """The container image that holds the repository at /testbed (at base_commit) with everything its tests need
+    (SWE-bench, SWE-Gym, SWE-smith and R2E-Gym ship one per instance; also read from `image_name` and
+    `docker_image`). None: the repository is built here and tests run in meta-agent's own sandbox and test venv."""
+    dockerfile: str | None = Field(None, max_length=100_000)
+    """How to build `image` where no registry has it (`meta-agent tasks images build`): a Dockerfile, built with an
+    empty context, no network unless asked for, and `ARG META_AGENT_BASE` set to meta-agent's Debian base image."""
+    eval_script: str | None = Field(None, max_length=1_000_000)
+    """SWE-bench's test spec: the bash script that runs the tests in the image, printing SWE-bench's start and end
+    markers around the test output. None: one is written from FAIL_TO_PASS/PASS_TO_PASS (pytest)."""
+    log_parser: str | None = None
+    """The name of the swebench log parser that reads `eval_script`'s output (e.g. parse_log_pytest)."""
+    eval_type: Literal["pass_and_fail", "fail_only"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _image_aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("image") is None:
+            for alias in IMAGE_ALIASES:
+                if data.get(alias) is not None:
+                    return {**data, "image": data[alias]}
+        return data
+
+    @field_validator("image")
+    @classmethod
+    def _image_name(cls, value: str | None) -> str | None:
+        return None if value is None else image_reference(value)
+
+    @field_validator("log_parser")
+    @classmethod
+    def _known_parser(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from swebench.harness.log_parsers import PARSER_REGISTRY
+
+        if value not in PARSER_REGISTRY:
+            raise ValueError(f"{value[:80]!r} is not one of swebench's log parsers (e.g. parse_log_pytest)")
+        return value
+
+    @model_validator(mode="after")
+    def _image_fields_need_an_image(self) -> SweInstance:
+        given = [f for f in ("dockerfile", "eval_script", "log_parser") if getattr(self, f) is not None]
+        if given and self.image is None:
+            raise ValueError(f"{', '.join(given)} describe how the instance runs in its container image; "
+                             "give its `image` too")
+        if self.eval_script is not None and self.log_parser is None:
+            raise ValueError("an eval_script needs the log_parser that reads its output (e.g. parse_log_pytest)")
+        return self
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod

@@ -24,9 +24,11 @@ from meta_agent.swe.build import build_tasks
 from meta_agent.swe.checkout import checkout, repo_path
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 from meta_agent.swe.errors import SweTaskError
+from meta_agent.swe.image_ref import image_reference, swebench_image_id
 from meta_agent.swe.instance import SPLITS, Split, SweInstance, read_instances, write_instances
 from meta_agent.swe.sources import Source
 from meta_agent.swe.splits import with_splits
+from meta_agent.swe.task_images import image_needs
 from sandboxes import Sandbox
 
 __all__ = ["DEFAULT_PROJECTS", "DEFAULT_TASKSET", "Manifest", "build_default", "checkout", "find_instance",
@@ -159,11 +161,14 @@ def build_default(
     return save_taskset(DEFAULT_TASKSET, with_splits(instances, seed=DEFAULT_SEED), origin=origin, seed=DEFAULT_SEED)
 
 
-def import_tasks(path: Path, *, name: str, split: Split | Literal["auto"] | None = None) -> Manifest:
+def import_tasks(path: Path, *, name: str, split: Split | Literal["auto"] | None = None,
+                 image_template: str | None = None) -> Manifest:
     """Validate a SWE-bench / SWE-Gym / our JSONL file and save it as task set `name`.
 
     `split`: put every instance in that split; `auto`: assign by (project, file) like built
     sets; None: keep the file's own `split` fields (instances without one go to `test`).
+    `image_template`: the image of every instance the file gives none, with `{instance_id}` and
+    `{swebench_id}` (SWE-bench's spelling: `__` as `_1776_`, lowercase) filled in.
     """
     if name == DEFAULT_TASKSET:
         raise SweTaskError("the name 'default' is reserved for the built default set; pick another --name")
@@ -174,8 +179,24 @@ def import_tasks(path: Path, *, name: str, split: Split | Literal["auto"] | None
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise SweTaskError(f"{path}: instance id {dup!r} occurs more than once")
+    if image_template is not None:
+        instances = [with_image(i, image_template) for i in instances]
+    image_needs(instances)  # two recipes for one image: refused before anything is saved
     if split == "auto":
         instances = with_splits(instances)
     else:
         instances = [i.model_copy(update={"split": split or i.split or "test"}) for i in instances]
     return save_taskset(name, instances, origin=f"imported from {path.resolve()}")
+
+
+def with_image(instance: SweInstance, template: str) -> SweInstance:
+    """`instance` with its image from `template` unless it names one."""
+    if instance.image is not None:
+        return instance
+    try:
+        name = image_reference(template.format(instance_id=instance.instance_id,
+                                               swebench_id=swebench_image_id(instance.instance_id)))
+    except (KeyError, IndexError, ValueError) as e:
+        raise SweTaskError(f"--image-template {template!r} for {instance.instance_id}: {e} (use {{instance_id}} "
+                           "or {swebench_id})") from None
+    return instance.model_copy(update={"image": name})

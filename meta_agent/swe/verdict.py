@@ -94,7 +94,7 @@ def _symlinks(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_symlink()}
 
 
-def _syntax_errors(root: Path, changed: list[str]) -> list[str]:
+def syntax_errors(root: Path, changed: list[str]) -> list[str]:
     bad = []
     for rel in changed:
         path = root / rel
@@ -107,7 +107,14 @@ def _syntax_errors(root: Path, changed: list[str]) -> list[str]:
 
 
 def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> PatchVerdict:
-    """Apply `diff_text` to a fresh checkout, restore the tests, run FAIL_TO_PASS + PASS_TO_PASS in `sandbox`."""
+    """Apply `diff_text` to a fresh checkout, restore the tests, run FAIL_TO_PASS + PASS_TO_PASS in `sandbox`.
+
+    An instance with its own image runs there instead (`meta_agent/swe/image_verdict.py`), through the docker
+    backend whatever `sandbox` is."""
+    if instance.image is not None:
+        from meta_agent.swe.image_verdict import evaluate_in_image
+
+        return evaluate_in_image(instance, diff_text)
     start = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="meta-agent-swe-eval-")).resolve()
     verdict = PatchVerdict(instance_id=instance.instance_id, resolved=False, diff_applies=True,
@@ -133,7 +140,7 @@ def evaluate_patch(instance: SweInstance, diff_text: str, sandbox: Sandbox) -> P
         verdict.changed_files = sorted({*verdict.changed_files, *changed})
         verdict.tests_touched = any(is_test_path(rel) for rel in changed)
         _restore_tests(root, originals, changed)
-        bad = _syntax_errors(root, changed)
+        bad = syntax_errors(root, changed)
         if bad:
             verdict.syntax_error = True
             verdict.detail = "syntax error after the diff: " + "; ".join(bad)[:2000]

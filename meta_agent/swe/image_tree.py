@@ -1,0 +1,160 @@
+"""An image instance's repository, taken out of its image once and cleaned of every commit after the base.
+
+SWE-bench-family images keep the repository at /testbed with its whole git history, and some carry commits
+after the base (the fix itself: SWE-bench #465, mini-swe-agent #787). An episode in such an image could read
+the answer with `git log --all`. So /testbed is copied out of the image once per (image, base commit) into the
+cache, through a tar stream whose members are filtered (no absolute or escaping paths or links, no devices,
+no set-uid bits), and its history is cut to the base commit's ancestors inside a sandbox: HEAD detached at the
+base, every ref, reflog and graft dropped, unreachable objects pruned, and then every commit object left is
+checked to be an ancestor of the base. Episodes and the sealed evaluation bind a copy of this tree over /testbed,
+so the image's own history is never visible to them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+from docker.errors import APIError, DockerException, NotFound
+
+from meta_agent.paths import cache_dir
+from meta_agent.swe.errors import SweTaskError
+from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.test_spec import IMAGE_WORKDIR
+from sandboxes import Limits
+from sandboxes.docker import DockerSandbox
+
+TREE_LIMIT_BYTES = 20 * 1024**3
+"""The most a repository taken out of an image may hold (a hostile image could stream forever)."""
+SANITIZE_LIMITS = Limits(memory_mb=4096, cpus=2.0, pids=256, timeout_s=1800.0, output_bytes=200_000)
+CLEAN_GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+"""Written over the image's .git/config before any git runs: a config can name programs git starts
+(core.fsmonitor, core.sshCommand, filters), hooks likewise, so neither is kept."""
+_SAFE = re.compile(r"[0-9a-zA-Z]+")
+SANITIZE = r"""
+set -eu
+head=$(git rev-parse --verify --quiet 'HEAD^{commit}' || true)
+if [ "$head" != "$BASE" ]; then
+  echo "the image's $TESTBED is at commit ${head:-none}, not at the instance's base_commit $BASE" >&2; exit 3
+fi
+git update-ref --no-deref HEAD "$BASE"
+git for-each-ref --format='%(refname)' | while read -r ref; do git update-ref -d "$ref"; done
+rm -rf .git/logs .git/ORIG_HEAD .git/FETCH_HEAD .git/MERGE_HEAD .git/info/grafts .git/objects/info/alternates
+git -c gc.auto=0 -c gc.reflogExpire=now -c gc.reflogExpireUnreachable=now gc --prune=now --quiet
+git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | grep '^commit ' | cut -d' ' -f2 \
+  | sort > "$TMPDIR/all"
+git rev-list HEAD | sort > "$TMPDIR/ancestors"
+leaked=$(comm -23 "$TMPDIR/all" "$TMPDIR/ancestors" | head -5)
+if [ -n "$leaked" ]; then echo "commits that are not ancestors of the base remain: $leaked" >&2; exit 4; fi
+git rev-list --count HEAD
+"""
+
+
+def instance_tree(client: docker.DockerClient, instance: SweInstance, image: str) -> Path:
+    """The cleaned repository of `instance` taken from `image` (cached); SweTaskError when the image cannot give
+    one whose history stops at base_commit."""
+    if _SAFE.fullmatch(instance.base_commit) is None:
+        raise SweTaskError(f"{instance.instance_id}: base_commit {instance.base_commit[:60]!r} is not a commit id")
+    image_id = client.images.get(image).id.split(":")[-1][:16]
+    dest = cache_dir() / "swe" / "image-trees" / f"{image_id}-{instance.base_commit[:16]}"
+    if (dest / "ready").is_file():
+        return dest / "testbed"
+    partial = dest.with_name(f"{dest.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        skipped = _extract(client, image, partial)
+        tree = partial / "testbed"
+        _sanitize(tree, instance, image)
+        (partial / "ready").write_text(f"{image}\nskipped {len(skipped)} members: {skipped[:20]}\n")
+        try:
+            partial.rename(dest)
+        except OSError:  # another process made it first
+            shutil.rmtree(partial, ignore_errors=True)
+        return dest / "testbed"
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+class _Stream(io.RawIOBase):
+    """The engine's archive chunks as a file, cut at TREE_LIMIT_BYTES."""
+
+    def __init__(self, chunks: Iterator[bytes], image: str) -> None:
+        self.chunks, self.image, self.rest, self.total = chunks, image, b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self.rest:
+            try:
+                self.rest = next(self.chunks)
+            except StopIteration:
+                return 0
+            self.total += len(self.rest)
+            if self.total > TREE_LIMIT_BYTES:
+                raise SweTaskError(f"{IMAGE_WORKDIR} of image {self.image} holds over "
+                                   f"{TREE_LIMIT_BYTES >> 30} GiB; refusing it")
+        n = min(len(buffer), len(self.rest))
+        buffer[:n] = self.rest[:n]
+        self.rest = self.rest[n:]
+        return n
+
+
+def _extract(client: docker.DockerClient, image: str, dest: Path) -> list[str]:
+    """Copy the image's /testbed into dest/testbed without starting the image; the members refused, by name."""
+    container = None
+    try:
+        container = client.api.create_container(image, command=["true"], network_disabled=True)["Id"]
+        try:
+            chunks, _stat = client.api.get_archive(container, IMAGE_WORKDIR)
+        except NotFound:
+            raise SweTaskError(f"image {image} has no {IMAGE_WORKDIR}: SWE-bench-family images keep the "
+                               "repository there") from None
+        skipped: list[str] = []
+
+        def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+            try:
+                return tarfile.data_filter(member, path)
+            except tarfile.FilterError:
+                skipped.append(member.name)
+                return None
+
+        with tarfile.open(fileobj=io.BufferedReader(_Stream(iter(chunks), image)), mode="r|") as archive:
+            archive.extractall(dest, filter=keep)
+        return skipped
+    except (APIError, DockerException, tarfile.TarError) as err:
+        raise SweTaskError(f"cannot take {IMAGE_WORKDIR} out of image {image}: {str(err).strip()[:300]}") from err
+    finally:
+        if container is not None:
+            client.api.remove_container(container, force=True)
+
+
+def _sanitize(tree: Path, instance: SweInstance, image: str) -> None:
+    git = tree / ".git"
+    if git.is_symlink() or not git.is_dir():
+        raise SweTaskError(f"{IMAGE_WORKDIR} of image {image} is not a git repository with its own .git "
+                           "directory; the evaluation resets test files from its base commit")
+    (git / "config").unlink(missing_ok=True)
+    (git / "config").write_text(CLEAN_GIT_CONFIG)
+    shutil.rmtree(git / "hooks", ignore_errors=True)
+    from sandboxes.engine import docker_client
+    from sandboxes.image import build_image
+
+    client = docker_client()
+    try:
+        harness_image = build_image(client, log=lambda _line: None)
+    finally:
+        client.close()
+    with DockerSandbox(image=harness_image).open(tree, limits=SANITIZE_LIMITS) as session:
+        done = session.run(["bash", "-c", SANITIZE], env={"BASE": instance.base_commit, "TESTBED": IMAGE_WORKDIR})
+    if not done.ok:
+        raise SweTaskError(f"{instance.instance_id}: the repository in image {image} cannot be used: "
+                           + done.describe_failure(5))
