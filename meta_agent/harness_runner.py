@@ -8,6 +8,7 @@ as files it could see.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -162,19 +163,31 @@ class HarnessRunner:
         readable: Sequence[Path] = (),
         writable: Sequence[Path] = (),
         limits: Limits = Limits(),
+        domain: object = None,
     ) -> None:
+        """`domain`: the run's domain, when its tasks need a service while the harness trains or replays on them
+        (its `train_environment()`: SWE instances in their own images get an episode server)."""
         for w in writable:
             w.mkdir(parents=True, exist_ok=True)
-        mounts = [Mount(p.resolve()) for p in readable] + [Mount(p.resolve(), read_only=False) for p in writable]
+        self._services = contextlib.ExitStack()
+        hook = getattr(domain, "train_environment", None)
+        service_dirs, self.service_env = self._services.enter_context(hook()) if hook else ([], {})
+        mounts = [Mount(p.resolve()) for p in [*readable, *service_dirs]]
+        mounts += [Mount(p.resolve(), read_only=False) for p in writable]
         self.writable = [p.resolve() for p in writable]
         self.workdir = workdir.resolve()
         self.commit = commit
-        self.session: Session = sandbox.open(workdir.resolve(), mounts=mounts, limits=limits)
+        try:
+            self.session: Session = sandbox.open(workdir.resolve(), mounts=mounts, limits=limits)
+        except BaseException:
+            self._services.close()
+            raise
 
     def close(self) -> None:
         """Stop the session, then leave its workdir and outputs as plain data: a harness may have left links or a
         `meta_agent` package there, which a user starting `python -m meta_agent` in that folder would run."""
         self.session.close()
+        self._services.close()
         for directory in (self.workdir, *self.writable):
             if directory.is_dir():
                 scrub_tree(directory)
@@ -190,7 +203,7 @@ class HarnessRunner:
         result = self.session.run(
             [sys.executable, "-m", "harness", verb, *args],
             timeout=timeout,
-            env={**(env or {}), "HARNESS_COMMIT": self.commit},
+            env={**self.service_env, **(env or {}), "HARNESS_COMMIT": self.commit},
         )
         if not result.ok:
             raise HarnessError(verb, _failure(result))

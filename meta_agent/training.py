@@ -135,7 +135,7 @@ def train_commit(
     tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
     verified_file = out_dir / VERIFIED
     with HarnessRunner(sandbox, workdir, commit=commit, readable=readable, writable=[out_dir],
-                       limits=limits) as runner:
+                       limits=limits, domain=domain) as runner:
         output = runner.train(policy=policy, steps=steps, seed=seed, out=out_dir, tasks=tasks_file,
                               history=history, timeout=train_timeout, on_step=on_step,
                               env=tracker_env(tracker, out_dir))

@@ -109,11 +109,11 @@ def compare(main: dict[str, ReplayRecord], cand: dict[str, ReplayRecord], verifi
 
 
 def run_replay(*, sandbox: Sandbox, limits: Limits, workdir: Path, commit: str, replay_set: ReplaySet,
-               tasks_file: Path, main_replay: dict[str, ReplayRecord], out: Path) -> StageResult:
+               tasks_file: Path, main_replay: dict[str, ReplayRecord], out: Path, domain: object = None) -> StageResult:
     started = time.monotonic()
     try:
         with HarnessRunner(sandbox, workdir, commit=commit, readable=[replay_set.path.parent, tasks_file.parent],
-                           writable=[out.parent], limits=limits) as runner:
+                           writable=[out.parent], limits=limits, domain=domain) as runner:
             replayed = runner.replay(rollouts=replay_set.path, tasks=tasks_file, out=out, expected=replay_set.ids)
             cand = {r.rollout_id: r for r in replayed}
     except HarnessError as e:

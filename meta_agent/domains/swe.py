@@ -8,11 +8,13 @@ the evaluator drives the fixed scaffold (swe_scaffold.py) with greedy decoding.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +117,12 @@ class SweDomain:
     def _task(self, inst: SweInstance, with_files: bool) -> Task:
         setup = inst.test_setup()
         meta: dict[str, Any] = {}
-        if with_files:
+        if with_files and inst.image is not None:
+            # its repository and environment are in its image: the harness reaches them through the episode
+            # server (meta_agent/swe/episode_server.py), never as an archive
+            meta = {"environment": "image", "fail_to_pass": inst.FAIL_TO_PASS, "pass_to_pass": inst.PASS_TO_PASS,
+                    "gold_files": _files(inst.patch)}
+        elif with_files:
             meta = {"archive": f"swe/{_archive_name(inst.instance_id)}", "fail_to_pass": inst.FAIL_TO_PASS,
                     "pass_to_pass": inst.PASS_TO_PASS, "python_path": setup.python_path,
                     "pytest_args": setup.pytest_args, "test_timeout_s": setup.timeout_s,
@@ -129,7 +136,7 @@ class SweDomain:
         out.mkdir(parents=True, exist_ok=True)
         for inst in self.instances("train"):
             target = out / _archive_name(inst.instance_id)
-            if target.exists():
+            if target.exists() or inst.image is not None:
                 continue
             with tempfile.TemporaryDirectory() as tmp:
                 tree = checkout(inst, Path(tmp) / "tree")
@@ -139,6 +146,19 @@ class SweDomain:
                         tar.add(path, arcname=str(path.relative_to(tree)), recursive=False)
                 partial.replace(target)
         return self.tasks("train")
+
+    @contextlib.contextmanager
+    def train_environment(self) -> Iterator[tuple[list[Path], dict[str, str]]]:
+        """What a training or replay session needs besides its files: for train instances that run in their own
+        images, an episode server (its socket folder to mount, its variable to set); nothing otherwise."""
+        in_images = [i for i in self.instances("train") if i.image is not None]
+        if not in_images:
+            yield [], {}
+            return
+        from meta_agent.swe.episode_server import EpisodeServer
+
+        with EpisodeServer(in_images) as server:
+            yield [server.dir], server.env()
 
     def _resolved(self, inst: SweInstance, diff: str) -> bool:
         if not diff.strip():

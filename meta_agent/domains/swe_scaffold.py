@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.domains.settings import ScaffoldSettings
-from meta_agent.swe.checkout import checkout
 from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.instance_session import GIT, open_instance_session
 from sandboxes import Limits, Sandbox, Session
 
 SYSTEM = (
@@ -28,7 +28,6 @@ SYSTEM = (
 FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.DOTALL)
 STATEMENT_CHARS = 1500
 MAX_DIFF_BYTES = 500_000
-GIT = "git -c user.name=eval -c user.email=eval@localhost -c core.hooksPath=/dev/null"
 
 
 @dataclass
@@ -110,9 +109,8 @@ def run_episodes(
             episodes: list[EvalEpisode] = []
             try:
                 for i, inst in enumerate(chunk):
-                    work = checkout(inst, Path(tmp) / f"e{i}")
-                    session = sandbox.open(work, limits=limits)
-                    session.run(["bash", "-c", f"{GIT} init -q && {GIT} add -A && {GIT} commit -qm base"], timeout=60)
+                    work = Path(tmp) / f"e{i}"
+                    session = open_instance_session(inst, work, sandbox, limits)
                     episodes.append(EvalEpisode(inst, work, session, first_messages(inst)))
                 for turn in range(settings.max_turns):
                     active = [e for e in episodes if not e.end_reason]

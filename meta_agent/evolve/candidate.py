@@ -251,7 +251,7 @@ class CandidateRun:
         workdir = export_tree(ctx.repo, commit, self.dir / "work")
         return run_replay(sandbox=ctx.sandbox, limits=ctx.cfg.sandbox.limits(), workdir=workdir, commit=commit,
                           replay_set=self.gen.replay_set, tasks_file=ctx.tasks_file, main_replay=self.gen.main_replay,
-                          out=self.dir / "replay" / "replay.jsonl")
+                          out=self.dir / "replay" / "replay.jsonl", domain=ctx.domain)
 
     def train_job(self, commit: str, key: str) -> TrainJob:
         """This candidate's train stage as data, for whichever executor runs it (execution/jobs.py)."""

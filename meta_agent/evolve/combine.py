@@ -62,7 +62,7 @@ def _replay_of(ctx: RunContext, view: GenerationView, new_main: str, i: int) -> 
         work = export_tree(ctx.repo, new_main, view.dir / f"work-replay-{i}")
         with HarnessRunner(ctx.sandbox, work, commit=new_main, readable=[view.replay_set.path.parent,
                                                                           ctx.tasks_file.parent],
-                           writable=[out.parent], limits=ctx.cfg.sandbox.limits()) as h:
+                           writable=[out.parent], limits=ctx.cfg.sandbox.limits(), domain=ctx.domain) as h:
             replayed = h.replay(rollouts=view.replay_set.path, tasks=ctx.tasks_file, out=out,
                                 expected=view.replay_set.ids)
         probes = [r for r in replayed if r.rollout_id in view.replay_set.probes]

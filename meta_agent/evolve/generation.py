@@ -265,7 +265,8 @@ class Generation:
             work = export_tree(ctx.repo, self.main_before, self.dir / "work-replay")
             with HarnessRunner(ctx.sandbox, work, commit=self.main_before,
                                readable=[replay_set.path.parent, ctx.tasks_file.parent],
-                               writable=[self.dir / "main-replay"], limits=ctx.cfg.sandbox.limits()) as h:
+                               writable=[self.dir / "main-replay"], limits=ctx.cfg.sandbox.limits(),
+                               domain=ctx.domain) as h:
                 replayed = h.replay(rollouts=replay_set.path, tasks=ctx.tasks_file,
                                     out=self.dir / "main-replay" / "replay.jsonl", expected=replay_set.ids)
             probes = [r for r in replayed if r.rollout_id in replay_set.probes]

@@ -6,8 +6,9 @@ the answer with `git log --all`. So /testbed is copied out of the image once per
 cache, through a tar stream whose members are filtered (no absolute or escaping paths or links, no devices,
 no set-uid bits), and its history is cut to the base commit's ancestors inside a sandbox: HEAD detached at the
 base, every ref, reflog and graft dropped, unreachable objects pruned, and then every commit object left is
-checked to be an ancestor of the base. Episodes and the sealed evaluation bind a copy of this tree over /testbed,
-so the image's own history is never visible to them.
+checked to be an ancestor of the base. Files the image holds untracked (build artefacts, egg-info) are
+added to .git/info/exclude, so an episode's `git diff` holds only what the episode changed. Episodes and the
+sealed evaluation bind a copy of this tree over /testbed, so the image's own history is never visible to them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from meta_agent.swe.test_spec import IMAGE_WORKDIR
 from sandboxes import Limits
 from sandboxes.docker import DockerSandbox
 
+TREE_RECIPE = "2"
+"""Part of each cached tree's name: bump when the cleaning below changes, so trees cleaned before are not used."""
 TREE_LIMIT_BYTES = 20 * 1024**3
 """The most a repository taken out of an image may hold (a hostile image could stream forever)."""
 SANITIZE_LIMITS = Limits(memory_mb=4096, cpus=2.0, pids=256, timeout_s=1800.0, output_bytes=200_000)
@@ -52,6 +55,8 @@ git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | g
 git rev-list HEAD | sort > "$TMPDIR/ancestors"
 leaked=$(comm -23 "$TMPDIR/all" "$TMPDIR/ancestors" | head -5)
 if [ -n "$leaked" ]; then echo "commits that are not ancestors of the base remain: $leaked" >&2; exit 4; fi
+mkdir -p .git/info
+git ls-files --others --exclude-standard | sed 's/[][*?!\\]/\\&/g; s|^|/|' >> .git/info/exclude
 git rev-list --count HEAD
 """
 
@@ -62,7 +67,7 @@ def instance_tree(client: docker.DockerClient, instance: SweInstance, image: str
     if _SAFE.fullmatch(instance.base_commit) is None:
         raise SweTaskError(f"{instance.instance_id}: base_commit {instance.base_commit[:60]!r} is not a commit id")
     image_id = client.images.get(image).id.split(":")[-1][:16]
-    dest = cache_dir() / "swe" / "image-trees" / f"{image_id}-{instance.base_commit[:16]}"
+    dest = cache_dir() / "swe" / "image-trees" / f"v{TREE_RECIPE}-{image_id}-{instance.base_commit[:16]}"
     if (dest / "ready").is_file():
         return dest / "testbed"
     partial = dest.with_name(f"{dest.name}.partial-{os.getpid()}")

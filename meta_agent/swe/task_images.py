@@ -98,7 +98,7 @@ def build_images(client: docker.DockerClient, needs: list[ImageNeed], *, network
                  log: Log = print) -> list[ImageState]:
     """Make every needed image that is missing (or stale, or all with `force`); returns their states after."""
     todo = [s for s in (image_state(client, n) for n in needs) if force or not s.present or s.stale]
-    log(f"{len(needs)} images needed, {len(needs) - len(todo)} already on the engine, {len(todo)} to make")
+    log(f"images: {len(needs)} needed, {len(needs) - len(todo)} already on the engine, {len(todo)} to make")
     base: str | None = None
     for i, state in enumerate(todo, start=1):
         need = state.need

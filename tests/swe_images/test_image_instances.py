@@ -80,9 +80,12 @@ def calc_set(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """A SWE-smith-style row naming its image, imported and its image made through the CLI."""
     tmp = tmp_path_factory.mktemp("calc-image")
     rows = tmp / "calc.jsonl"
-    rows.write_text(json.dumps(_row(_base_commit(tmp / "repo"))) + "\n")
+    base = _base_commit(tmp / "repo")
+    # one image, three instances (one per split), as SWE-smith rows share their repository's image
+    rows.write_text("".join(json.dumps(_row(base, instance_id=f"calc__calc-{split}", split=split)) + "\n"
+                            for split in ("train", "selection", "test")))
     runner = CliRunner()
-    imported = runner.invoke(app, ["import", str(rows), "--name", "calcimg", "--split", "test"])
+    imported = runner.invoke(app, ["import", str(rows), "--name", "calcimg"])
     assert imported.exit_code == 0, imported.output
     listed = runner.invoke(app, ["images", "list", "--taskset", "calcimg"])
     assert listed.exit_code == 0, listed.output
@@ -91,7 +94,7 @@ def calc_set(docker_image: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     assert built.exit_code == 0, built.output
     assert f"building {IMAGE}" in built.output
     again = runner.invoke(app, ["images", "build", "--taskset", "calcimg"])
-    assert "1 already on the engine, 0 to make" in again.output, again.output
+    assert "images: 1 needed, 1 already on the engine, 0 to make" in again.output, again.output
     yield load_tasks("test", "calcimg")[0]
     pruned = runner.invoke(app, ["images", "prune", "--all"])
     assert IMAGE in pruned.output, pruned.output
@@ -198,3 +201,70 @@ def test_swebench_grades_the_exported_predictions(calc_set: SweInstance, tmp_pat
     # An empty patch is never run by swebench: its run leaves it out, and its report counts it unresolved.
     assert get_dataset_from_preds(str(rows_file), "test", [], {calc_set.instance_id: preds["empty"]},
                                   "meta-agent-empty", rewrite_reports=False) == []
+
+
+def test_the_episode_server_runs_a_harness_episode_in_the_image(calc_set: SweInstance) -> None:
+    """What the harness's episodes of an image task go through: open, commands, diff, the reward's tests."""
+    from meta_agent.swe.episode_server import EpisodeServer, request
+
+    train = load_tasks("train", "calcimg")
+    with EpisodeServer(train) as server:
+        sock = server.socket_path
+        episode = request(sock, {"op": "open", "task_id": train[0].instance_id})["episode"]
+
+        def run(command: str) -> dict[str, object]:
+            return request(sock, {"op": "run", "episode": episode, "command": command, "timeout": 30})
+
+        assert run("pwd; id -u")["output"].split() == ["/testbed", str(sandbox_uid())]
+        assert "return a - b" in str(run("cat calc.py")["output"])
+        assert str(run("git log --all --oneline | wc -l")["output"]).strip() == "1", "the fix commit is not there"
+        assert run("python -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)'")["exit_code"] != 0
+        assert run("sed -i '2s/a - b/a + b/' calc.py")["exit_code"] == 0
+        diff = request(sock, {"op": "diff", "episode": episode})["diff"]
+        assert "+    return a + b" in diff and "test_calc" not in diff
+        graded = request(sock, {"op": "test", "task_id": train[0].instance_id, "diff": diff})
+        assert graded["verdict"]["resolved"] is True
+        assert request(sock, {"op": "close", "episode": episode}) == {"ok": True}
+        refused = [request(sock, {"op": "open", "task_id": calc_set.instance_id}),  # a test instance: sealed
+                   request(sock, {"op": "run", "episode": episode, "command": "true"}),  # closed
+                   request(sock, {"op": "run", "episode": "x", "command": "x" * 30_000}),
+                   request(sock, {"op": "rm", "path": "/"})]
+        assert [r["ok"] for r in refused] == [False] * 4
+        assert "no train task" in refused[0]["error"] and "no open episode" in refused[1]["error"]
+
+
+def sandbox_uid() -> int:
+    from sandboxes.identity import sandbox_identity
+
+    return sandbox_identity().uid
+
+
+@pytest.mark.slow
+def test_one_grpo_step_on_an_image_task_and_its_sealed_evaluation(calc_set: SweInstance, tiny_policy: Path,
+                                                                 tmp_path: Path) -> None:
+    """The real harness trains a step on the train instance (its episodes go through the episode server), and the
+    sealed evaluator scores the test instance in its image: the tiny policy fails it, a competent agent passes."""
+    from meta_agent.domains.swe import SweDomain, SweSettings
+    from meta_agent.gitops import init_harness
+    from meta_agent.policy import smollm2_tokenizer
+    from meta_agent.swe.competent import CompetentAgent
+    from meta_agent.training import train_commit, write_train_tasks
+    from sandboxes import Limits, get_backend
+
+    domain = SweDomain(SweSettings(taskset="calcimg", train_size=1, selection_size=1, test_size=1,
+                                   sandbox="bwrap"))
+    repo = init_harness(tmp_path / "harness", "swe")
+    tasks = write_train_tasks(domain, tmp_path / "inputs")
+    assert not list((tmp_path / "inputs").rglob("*.tar")), "an image task travels without an archive"
+    run = train_commit(repo=repo, commit=repo.head.commit.hexsha, domain=domain, sandbox=get_backend("bwrap"),
+                       limits=Limits(), policy=tiny_policy, root_policy=tiny_policy, steps=1, seed=0,
+                       work_dir=tmp_path / "work", out_dir=tmp_path / "train", tasks_file=tasks)
+    assert run.rollouts and {r.task_id for r in run.rollouts} == {"calc__calc-train"}
+    assert all(r.extra.get("turns", 0) >= 1 for r in run.rollouts)
+
+    tiny = domain.evaluate(tiny_policy, "test")
+    assert [r.task_id for r in tiny.results] == [calc_set.instance_id] and not tiny.results[0].correct
+    test = domain.instances("test")
+    competent = domain.score(CompetentAgent(test, smollm2_tokenizer()), test, "test", "competent agent")
+    assert competent.results[0].correct, competent.results[0].detail
+    assert "+    return a + b" in competent.results[0].answer

@@ -14,11 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.rollout import Rollout
+from harness.swe import remote
 from harness.swe.testrun import evaluate
 
 
 def test_results(r: Rollout, restore_tests: bool = False) -> dict[str, Any]:
     """The instance's test outcomes on this rollout's final diff (cached per diff)."""
+    if remote.in_image(r.task):
+        results = remote.test(r.task, r.extra.get("diff", ""))
+        r.extra["tests"] = results
+        return results
     timeout = float(r.settings.get("test_timeout_s", 60))
     results = evaluate(r.task, r.extra.get("diff", ""), Path(r.task["tasks_dir"]), timeout, restore_tests)
     r.extra["tests"] = results

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from harness.config import HarnessConfig
-from harness.swe import agent, repo
+from harness.swe import agent, remote, repo
 from harness.swe.prompts import task_id_of
 from harness.swe.settings import AgentSettings, agent_settings
 
@@ -27,8 +27,10 @@ from harness.swe.settings import AgentSettings, agent_settings
 @dataclass
 class Episode:
     task: dict[str, Any]
-    workdir: Path
+    workdir: Path | None
+    """The episode's checkout here; None when it runs in its task's image (then `remote` names it)."""
     prompt_ids: list[int]
+    remote: str | None = None
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     transcript: list[str] = field(default_factory=list)
@@ -119,14 +121,18 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
         wrapper = ObservationWrapper(tok)
         eos_ids = set(trainer.eos_token_ids)
         scratch = Path(tempfile.mkdtemp(prefix="episodes-"))
+        episodes: list[Episode] = []
         try:
-            episodes = []
             for i, messages in enumerate(prompts):
                 task = tasks[task_id_of(messages)]
                 text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
                 prompt_ids = list(tok(text, add_special_tokens=False)["input_ids"])
-                workdir = repo.checkout(task, Path(task["tasks_dir"]), scratch / f"e{i}")
-                episodes.append(Episode(task=task, workdir=workdir, prompt_ids=prompt_ids))
+                if remote.in_image(task):
+                    episodes.append(Episode(task=task, workdir=None, prompt_ids=prompt_ids,
+                                            remote=remote.open_episode(task)))
+                else:
+                    workdir = repo.checkout(task, Path(task["tasks_dir"]), scratch / f"e{i}")
+                    episodes.append(Episode(task=task, workdir=workdir, prompt_ids=prompt_ids))
             was_training = model.training
             model.eval()
             try:
@@ -138,8 +144,11 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
                         _step(e, new, turn, s, wrapper, eos_ids, tok)
             finally:
                 model.train(was_training)
-            records = [e.record(repo.diff(e.workdir)) for e in episodes]
+            records = [e.record(_final_diff(e)) for e in episodes]
         finally:
+            for e in episodes:
+                if e.remote is not None:
+                    remote.close(e.remote)
             shutil.rmtree(scratch, ignore_errors=True)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
@@ -150,6 +159,20 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
         }
 
     return rollout_func
+
+
+def _final_diff(e: Episode) -> str:
+    if e.remote is not None:
+        return remote.diff(e.remote)
+    assert e.workdir is not None
+    return repo.diff(e.workdir)
+
+
+def _run(e: Episode, command: str, s: AgentSettings) -> tuple[int, str]:
+    if e.remote is not None:
+        return remote.run(e.remote, command, s.command_timeout_s, s.observation_chars)
+    assert e.workdir is not None
+    return agent.run_command(command, e.workdir, s.command_timeout_s, s.observation_chars)
 
 
 def _step(e: Episode, new: list[int], turn: int, s: AgentSettings, wrapper: ObservationWrapper,
@@ -169,7 +192,7 @@ def _step(e: Episode, new: list[int], turn: int, s: AgentSettings, wrapper: Obse
         e.end_reason = "submit"
         return
     else:
-        code, output = agent.run_command(command, e.workdir, s.command_timeout_s, s.observation_chars)
+        code, output = _run(e, command, s)
         e.commands.append(command)
         e.exit_codes.append(code)
         obs = agent.observation(code, output)

@@ -1,0 +1,239 @@
+"""Training episodes of image instances, run for the harness in the instances' own images.
+
+The harness trains inside its sandbox, which has no Docker engine and must not get one. For a train task whose
+instance runs in its own image, the harness asks this server instead, over a Unix socket whose folder is
+mounted read-only into its sandbox (`META_AGENT_EPISODES` names the socket). One request per connection, one
+JSON line each way:
+
+- `{"op": "open", "task_id": ID}` starts an episode: a container of the instance's image (the same isolation
+  as every sandbox: no network, read-only root, the unprivileged uid, limits) on a fresh copy of the
+  instance's repository bound at /testbed, whose history stops at the base (`image_tree.py`);
+- `{"op": "run", "episode": E, "command": CMD, "timeout": S}` runs one shell command there; exit code and
+  output (stdout and stderr together, cut to `max_chars`);
+- `{"op": "diff", "episode": E}` is what the episode changed, as a diff;
+- `{"op": "test", "task_id": ID, "diff": D}` grades a diff as the sealed evaluator does (the reward's tests);
+- `{"op": "close", "episode": E}` ends the episode.
+
+Only train instances the server was given can be opened; requests are validated and bounded, every answer is
+bounded, and a request that fails gets `{"ok": false, "error": ...}` rather than taking the server down.
+Episodes run concurrently (a thread per connection), at most `max_open` at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import socketserver
+import tempfile
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from meta_agent.swe.errors import SweTaskError
+from meta_agent.swe.instance import SweInstance
+from sandboxes import Limits, Mount, SandboxError, Session
+
+SOCKET_ENV = "META_AGENT_EPISODES"
+EPISODE_LIMITS = Limits(memory_mb=2048, cpus=1.0, pids=256, timeout_s=120.0, output_bytes=1_000_000,
+                        disk_mb=2048)
+MAX_REQUEST_BYTES = 4_000_000
+MAX_DIFF_BYTES = 2_000_000
+
+
+class _Req(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OpenReq(_Req):
+    op: Literal["open"]
+    task_id: str = Field(max_length=500)
+
+
+class RunReq(_Req):
+    op: Literal["run"]
+    episode: str = Field(max_length=64)
+    command: str = Field(max_length=20_000)
+    timeout: float = Field(10.0, gt=0, le=600)
+    max_chars: int = Field(10_000, ge=1, le=200_000)
+
+
+class DiffReq(_Req):
+    op: Literal["diff"]
+    episode: str = Field(max_length=64)
+
+
+class TestReq(_Req):
+    __test__ = False
+    op: Literal["test"]
+    task_id: str = Field(max_length=500)
+    diff: str = Field(max_length=MAX_DIFF_BYTES)
+
+
+class CloseReq(_Req):
+    op: Literal["close"]
+    episode: str = Field(max_length=64)
+
+
+Request = TypeAdapter(Annotated[OpenReq | RunReq | DiffReq | TestReq | CloseReq, Field(discriminator="op")])
+
+
+class Refused(Exception):
+    """A request the server will not carry out; its text goes back to the harness."""
+
+
+@dataclass
+class _Episode:
+    instance: SweInstance
+    workdir: Path
+    session: Session
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters cut ...]"
+
+
+class EpisodeServer:
+    """Serves episodes of `instances` (those with an image) while open; see the module docstring."""
+
+    def __init__(self, instances: Sequence[SweInstance], *, max_open: int = 32,
+                 limits: Limits = EPISODE_LIMITS) -> None:
+        self.instances = {i.instance_id: i for i in instances if i.image is not None}
+        self.max_open, self.limits = max_open, limits
+        self.dir = Path(tempfile.mkdtemp(prefix="ma-episodes-"))
+        self.dir.chmod(0o755)
+        self.socket_path = self.dir / "episodes.sock"
+        self.work = Path(tempfile.mkdtemp(prefix="ma-episode-trees-", dir="/var/tmp"))
+        self._episodes: dict[str, _Episode] = {}
+        self._lock = threading.Lock()
+        self._server: socketserver.ThreadingUnixStreamServer | None = None
+        self.served = 0
+
+    def mounts(self) -> list[Mount]:
+        return [Mount(self.dir)]
+
+    def env(self) -> dict[str, str]:
+        return {SOCKET_ENV: str(self.socket_path)}
+
+    def __enter__(self) -> EpisodeServer:
+        server = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+                answer = server.answer(line)
+                with contextlib.suppress(OSError):
+                    self.wfile.write(json.dumps(answer).encode() + b"\n")
+
+        self._server = socketserver.ThreadingUnixStreamServer(str(self.socket_path), Handler)
+        self._server.daemon_threads = True
+        self.socket_path.chmod(0o666)  # the harness connects as the sandbox uid
+        threading.Thread(target=self._server.serve_forever, name="episode-server", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        with self._lock:
+            episodes, self._episodes = list(self._episodes.values()), {}
+        for episode in episodes:
+            episode.session.close()
+        shutil.rmtree(self.work, ignore_errors=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def answer(self, line: bytes) -> dict[str, Any]:
+        """One request's answer; never raises."""
+        self.served += 1
+        try:
+            if len(line) > MAX_REQUEST_BYTES:
+                raise Refused(f"request over {MAX_REQUEST_BYTES} bytes")
+            try:
+                request = Request.validate_json(line)
+            except ValidationError as e:
+                first = e.errors()[0]
+                raise Refused(f"bad request: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+            return {"ok": True, **self._carry_out(request)}
+        except (Refused, SweTaskError, SandboxError) as e:
+            return {"ok": False, "error": str(e)[:2000]}
+        except Exception as e:  # one bad request never stops the server
+            return {"ok": False, "error": f"{type(e).__name__}: {str(e)[:2000]}"}
+
+    def _instance(self, task_id: str) -> SweInstance:
+        instance = self.instances.get(task_id)
+        if instance is None:
+            raise Refused(f"no train task {task_id[:200]!r} runs in an image here")
+        return instance
+
+    def _episode(self, episode_id: str) -> _Episode:
+        with self._lock:
+            episode = self._episodes.get(episode_id)
+        if episode is None:
+            raise Refused(f"no open episode {episode_id[:64]!r}")
+        return episode
+
+    def _carry_out(self, request: Any) -> dict[str, Any]:
+        if isinstance(request, OpenReq):
+            return {"episode": self._open(self._instance(request.task_id))}
+        if isinstance(request, RunReq):
+            done = self._episode(request.episode).session.run(["bash", "-c", "exec 2>&1\n" + request.command],
+                                                              timeout=request.timeout)
+            output = done.stdout + (f"\n[command timed out after {request.timeout:.0f}s]" if done.timed_out else "")
+            return {"exit_code": -9 if done.timed_out else done.exit_code, "output": _cut(output, request.max_chars)}
+        if isinstance(request, DiffReq):
+            done = self._episode(request.episode).session.run(
+                ["bash", "-c", "git add -A >/dev/null 2>&1; git diff --cached --binary"], timeout=60)
+            if len(done.stdout) > MAX_DIFF_BYTES:
+                raise Refused(f"the episode's diff is over {MAX_DIFF_BYTES} bytes")
+            return {"diff": done.stdout if done.ok else ""}
+        if isinstance(request, TestReq):
+            from meta_agent.swe.image_verdict import evaluate_in_image
+
+            verdict = evaluate_in_image(self._instance(request.task_id), request.diff)
+            return {"verdict": verdict.model_dump(mode="json")}
+        assert isinstance(request, CloseReq)
+        with self._lock:
+            episode = self._episodes.pop(request.episode, None)
+        if episode is not None:
+            episode.session.close()
+            shutil.rmtree(episode.workdir.parent, ignore_errors=True)
+        return {}
+
+    def _open(self, instance: SweInstance) -> str:
+        from meta_agent.swe.instance_session import open_instance_session
+        from sandboxes.docker import DockerSandbox
+
+        with self._lock:
+            if len(self._episodes) >= self.max_open:
+                raise Refused(f"{self.max_open} episodes are open already; close one first")
+        episode_id = uuid.uuid4().hex
+        workdir = self.work / episode_id / "testbed"
+        session = open_instance_session(instance, workdir, DockerSandbox(), self.limits)
+        with self._lock:
+            self._episodes[episode_id] = _Episode(instance, workdir, session)
+        return episode_id
+
+
+def request(socket_path: Path, payload: dict[str, Any], timeout: float = 900.0) -> dict[str, Any]:
+    """One request to a server (what the harness's client does; here for tests and tools)."""
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.settimeout(timeout)
+        conn.connect(str(socket_path))
+        conn.sendall(json.dumps(payload).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    return dict(json.loads(data))
