@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tarfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def instance_tree(client: docker.DockerClient, instance: SweInstance, image: str
     dest = cache_dir() / "swe" / "image-trees" / f"v{TREE_RECIPE}-{image_id}-{instance.base_commit[:16]}"
     if (dest / "ready").is_file():
         return dest / "testbed"
-    partial = dest.with_name(f"{dest.name}.partial-{os.getpid()}")
+    partial = dest.with_name(f"{dest.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:

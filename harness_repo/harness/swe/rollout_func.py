@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from harness.config import HarnessConfig
 from harness.swe import agent, remote, repo
 from harness.swe.prompts import task_id_of
 from harness.swe.settings import AgentSettings, agent_settings
+
+MAX_PARALLEL_COMMANDS = 8
+"""Commands of image episodes in flight at once (each runs in its own container on meta-agent's side)."""
 
 
 @dataclass
@@ -127,12 +131,10 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
                 task = tasks[task_id_of(messages)]
                 text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
                 prompt_ids = list(tok(text, add_special_tokens=False)["input_ids"])
-                if remote.in_image(task):
-                    episodes.append(Episode(task=task, workdir=None, prompt_ids=prompt_ids,
-                                            remote=remote.open_episode(task)))
-                else:
-                    workdir = repo.checkout(task, Path(task["tasks_dir"]), scratch / f"e{i}")
-                    episodes.append(Episode(task=task, workdir=workdir, prompt_ids=prompt_ids))
+                workdir = None if remote.in_image(task) else repo.checkout(task, Path(task["tasks_dir"]),
+                                                                                scratch / f"e{i}")
+                episodes.append(Episode(task=task, workdir=workdir, prompt_ids=prompt_ids))
+            _open_remote([e for e in episodes if e.workdir is None])
             was_training = model.training
             model.eval()
             try:
@@ -140,8 +142,8 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
                     active = [e for e in episodes if not e.done]
                     if not active:
                         break
-                    for e, new in zip(active, _generate(model, tok, active, cfg, s, eos_ids, bf16), strict=True):
-                        _step(e, new, turn, s, wrapper, eos_ids, tok)
+                    _steps(active, _generate(model, tok, active, cfg, s, eos_ids, bf16), turn, s, wrapper, eos_ids,
+                           tok)
             finally:
                 model.train(was_training)
             records = [e.record(_final_diff(e)) for e in episodes]
@@ -161,6 +163,14 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
     return rollout_func
 
 
+def _open_remote(batch: list[Episode]) -> None:
+    """Start the episodes that run in their task's image, side by side (a container each)."""
+    if batch:
+        with ThreadPoolExecutor(max_workers=min(len(batch), MAX_PARALLEL_COMMANDS)) as pool:
+            for e, episode_id in zip(batch, pool.map(lambda e: remote.open_episode(e.task), batch), strict=True):
+                e.remote = episode_id
+
+
 def _final_diff(e: Episode) -> str:
     if e.remote is not None:
         return remote.diff(e.remote)
@@ -175,9 +185,33 @@ def _run(e: Episode, command: str, s: AgentSettings) -> tuple[int, str]:
     return agent.run_command(command, e.workdir, s.command_timeout_s, s.observation_chars)
 
 
-def _step(e: Episode, new: list[int], turn: int, s: AgentSettings, wrapper: ObservationWrapper,
-          eos_ids: set[int], tok: Any) -> None:
-    """Take one generated turn: record it, run its command, append the observation (or end)."""
+def _steps(batch: list[Episode], replies: list[list[int]], turn: int, s: AgentSettings,
+           wrapper: ObservationWrapper, eos_ids: set[int], tok: Any) -> None:
+    """One generated turn of each episode. The commands of episodes in their images run side by side (the
+    episode server runs each in its own container); the others run one after another here."""
+    commands = [(e, _reply(e, new, eos_ids, tok)) for e, new in zip(batch, replies, strict=True)]
+    remote_todo = [(e, c) for e, c in commands if e.remote is not None and c not in (None, agent.SUBMIT)]
+    ran: dict[int, tuple[int, str]] = {}
+    if remote_todo:
+        with ThreadPoolExecutor(max_workers=min(len(remote_todo), MAX_PARALLEL_COMMANDS)) as pool:
+            results = pool.map(lambda pair: _run(pair[0], str(pair[1]), s), remote_todo)
+            ran = {id(e): result for (e, _c), result in zip(remote_todo, results, strict=True)}
+    for e, command in commands:
+        if command == agent.SUBMIT:
+            e.end_reason = "submit"
+            continue
+        if command is None:
+            e.no_command_turns += 1
+            _append_observation(e, agent.NO_COMMAND, turn, s, wrapper)
+            continue
+        code, output = ran[id(e)] if id(e) in ran else _run(e, command, s)
+        e.commands.append(command)
+        e.exit_codes.append(code)
+        _append_observation(e, agent.observation(code, output), turn, s, wrapper)
+
+
+def _reply(e: Episode, new: list[int], eos_ids: set[int], tok: Any) -> str | None:
+    """Record a generated turn; its command (agent.SUBMIT for a submit), or None when it holds none."""
     e.completion_ids += new
     e.env_mask += [1] * len(new)
     e.turns += 1
@@ -185,17 +219,10 @@ def _step(e: Episode, new: list[int], turn: int, s: AgentSettings, wrapper: Obse
     reply = tok.decode(new, skip_special_tokens=True)
     e.transcript.append(f"[assistant]\n{reply}")
     command = agent.parse_command(reply)
-    if command is None:
-        e.no_command_turns += 1
-        obs = agent.NO_COMMAND
-    elif command.strip() == agent.SUBMIT:
-        e.end_reason = "submit"
-        return
-    else:
-        code, output = _run(e, command, s)
-        e.commands.append(command)
-        e.exit_codes.append(code)
-        obs = agent.observation(code, output)
+    return agent.SUBMIT if command is not None and command.strip() == agent.SUBMIT else command
+
+
+def _append_observation(e: Episode, obs: str, turn: int, s: AgentSettings, wrapper: ObservationWrapper) -> None:
     e.transcript.append(f"[observation]\n{obs}")
     if turn + 1 >= s.max_turns:
         e.end_reason = "turn_cap"
