@@ -10,6 +10,7 @@ STAMP := $(VENV)/.installed
 .PHONY: setup setup-gpu system-deps default-tasks demo test test-fast lint typecheck bench efficacy clean
 
 setup: system-deps $(STAMP)
+	@scripts/harbor-venv.sh .venv-harbor
 	@echo "setup: system packages and $(VENV) are ready (make clean to start over)"
 
 system-deps:
@@ -73,4 +74,4 @@ efficacy: setup
 	$(BIN)/python bench/efficacy.py --preset cpu
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-harbor .pytest_cache .mypy_cache .ruff_cache

@@ -32,6 +32,9 @@ class Mount:
     hidden: bool = False
     """Shown as an empty directory (or empty file) instead: for sealed data inside a bound tree,
     such as a dataset package in the venv. Must come after the mount that holds it."""
+    target: Path | None = None
+    """Bind it at this path instead of its own (docker only: a task image's fixed paths, such as Harbor's
+    /tests); None: at its host path."""
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,8 @@ class BwrapSession(ClosingSession):
         self.identity = sandbox_identity()
         try:
             self.scratch.mkdir()
+            if any(m.target is not None for m in mounts):
+                raise SandboxError("bwrap binds every mount at its own path; a mount with a target needs docker")
             binds = [*session_mounts(self.workdir, self.scratch, mounts, self.identity), Mount(INIT_SCRIPT)]
             self._argv = [bwrap, *sandbox_args(binds, network, self.identity, limits.gpus,
                                                tmpfs_bytes=tmpfs_bytes(limits))]

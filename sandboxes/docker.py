@@ -147,7 +147,7 @@ class DockerSession(ClosingSession):
         limits = self.limits
         tmpfs_options = f"rw,exec,nosuid,nodev,mode=1777,size={tmpfs_bytes(limits)}"
         visible = [m for m in self._binds if not m.hidden]
-        binds = {str(m.source): {"bind": str(self.inside if m.source == self.workdir else m.source),
+        binds = {str(m.source): {"bind": str(self.inside if m.source == self.workdir else (m.target or m.source)),
                                  "mode": "ro" if m.read_only else "rw"} for m in visible}
         tmpfs = {"/tmp": tmpfs_options, str(SCRATCH): tmpfs_options}
         for m in self._binds:

@@ -64,7 +64,7 @@ def session_mounts(workdir: Path, scratch: Path | None, extra: Sequence[Mount] =
             _refuse_exposing_home(source, "mount")
             if mount.read_only and identity is not None:
                 _check_readable(source, identity)
-        by_path[source] = Mount(source, mount.read_only, mount.hidden)
+        by_path[source] = Mount(source, mount.read_only, mount.hidden, mount.target)
     by_path[workdir] = Mount(workdir, read_only=False)
     if scratch is not None:
         by_path[scratch] = Mount(scratch, read_only=False)

@@ -28,7 +28,8 @@ def build(
     = False,
 ) -> None:
     """Make every image the task set's instances run in and the engine lacks: from an instance's `dockerfile`
-    (FROM ${META_AGENT_BASE}, meta-agent's Debian base image) or by pulling its name. Images already there
+    (FROM ${META_AGENT_BASE}, meta-agent's Debian base image), a Harbor task's environment/ directory, or by
+    pulling its name. Images already there
     are reused, so this is cheap to run again."""
     from meta_agent.swe.task_images import build_images, image_needs, taskset_instances
     from sandboxes.engine import docker_client
@@ -64,7 +65,8 @@ def list_(
     table = Table("image", "instances", "on engine", "size", "made by", title=f"images of {taskset}")
     for s in states:
         there = "stale" if s.stale else ("yes" if s.present else "[red]missing[/]")
-        how = "meta-agent (dockerfile)" if s.built_here else ("dockerfile" if s.need.dockerfile else "pull")
+        recipe = "dockerfile" if s.need.dockerfile else ("environment/" if s.need.context else "pull")
+        how = f"meta-agent ({recipe})" if s.built_here else recipe
         table.add_row(s.need.name, str(len(s.need.instances)), there, _size(s.size) if s.present else "-", how)
     console.print(table)
     missing = [s for s in states if not s.present or s.stale]

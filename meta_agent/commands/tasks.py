@@ -108,7 +108,8 @@ def _counts(taskset: str) -> tuple[dict[str, Counter[str]], dict[str, Counter[st
 
 @app.command(name="import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / meta-agent JSONL")],
+    file: Annotated[Path, typer.Argument(help="SWE-bench / SWE-Gym / SWE-smith / meta-agent JSONL, or a directory "
+                                              "of Harbor tasks")],
     name: Annotated[str | None, typer.Option(help="task set name (default: the file's stem)")] = None,
     split: Annotated[Literal["keep", "auto", "train", "selection", "test"], typer.Option(
         help="keep: the file's split field, else test; auto: assign by (project, file); or put all in one")] = "keep",
@@ -120,7 +121,9 @@ def import_(
     """Validate a task file and copy it into the task cache as a named set.
 
     Instances that name a container image (`image`, or SWE-smith's `image_name`, R2E-Gym's `docker_image`) run
-    in it: make the images with `meta-agent tasks images build --taskset NAME`."""
+    in it, and so does every task of a directory of Harbor tasks (task.toml, instruction.md, environment/,
+    tests/; read with Harbor's own code, whose verifier gives the reward): make the images with
+    `meta-agent tasks images build --taskset NAME`."""
     from meta_agent.swe.taskset import import_tasks
 
     manifest = import_tasks(file, name=name or file.stem, split=None if split == "keep" else split,

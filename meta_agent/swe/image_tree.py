@@ -13,6 +13,7 @@ sealed evaluation bind a copy of this tree over /testbed, so the image's own his
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -20,7 +21,7 @@ import shutil
 import tarfile
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import docker
 from docker.errors import APIError, DockerException, NotFound
@@ -29,7 +30,7 @@ from meta_agent.paths import cache_dir
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.test_spec import IMAGE_WORKDIR
-from sandboxes import Limits
+from sandboxes import Limits, RunResult
 from sandboxes.docker import DockerSandbox
 
 TREE_RECIPE = "2"
@@ -62,28 +63,56 @@ git rev-list --count HEAD
 """
 
 
-def instance_tree(client: docker.DockerClient, instance: SweInstance, image: str) -> Path:
-    """The cleaned repository of `instance` taken from `image` (cached); SweTaskError when the image cannot give
-    one whose history stops at base_commit."""
-    if _SAFE.fullmatch(instance.base_commit) is None:
+HARBOR_INIT = r"""
+set -eu
+git init -q
+git add -A
+git -c user.name=task -c user.email=task@localhost commit -q --allow-empty --no-verify -m base
+"""
+"""A Harbor task's working directory has no history of its own to keep: a fresh repository holds it as `base`."""
+
+
+def image_workdir(client: docker.DockerClient, instance: SweInstance, image: str) -> str:
+    """Where the instance's episodes work in its image: /testbed (SWE-bench family), or a Harbor task's
+    `[environment].workdir`, else the image's WORKDIR."""
+    if instance.harbor is None:
+        return IMAGE_WORKDIR
+    workdir = instance.harbor.workdir or str(client.images.get(image).attrs.get("Config", {}).get("WorkingDir") or "")
+    if workdir in ("", "/") or not workdir.startswith("/") or ".." in workdir.split("/"):
+        raise SweTaskError(f"Harbor task {instance.instance_id}: its image {image} names no working directory "
+                           f"below / ({workdir or 'none'}); set [environment].workdir or a WORKDIR in its Dockerfile")
+    return workdir
+
+
+def instance_tree(client: docker.DockerClient, instance: SweInstance, image: str) -> tuple[Path, str]:
+    """The cleaned working tree of `instance` taken from `image` (cached) and where it goes in the image;
+    SweTaskError when the image cannot give one whose history stops at base_commit."""
+    harbor = instance.harbor is not None
+    if not harbor and _SAFE.fullmatch(instance.base_commit) is None:
         raise SweTaskError(f"{instance.instance_id}: base_commit {instance.base_commit[:60]!r} is not a commit id")
+    workdir = image_workdir(client, instance, image)
     image_id = client.images.get(image).id.split(":")[-1][:16]
-    dest = cache_dir() / "swe" / "image-trees" / f"v{TREE_RECIPE}-{image_id}-{instance.base_commit[:16]}"
+    key = "harbor-" + hashlib.sha256(workdir.encode()).hexdigest()[:8] if harbor else instance.base_commit[:16]
+    dest = cache_dir() / "swe" / "image-trees" / f"v{TREE_RECIPE}-{image_id}-{key}"
+    name = PurePosixPath(workdir).name
     if (dest / "ready").is_file():
-        return dest / "testbed"
+        return dest / name, workdir
     partial = dest.with_name(f"{dest.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        skipped = _extract(client, image, partial)
-        tree = partial / "testbed"
-        _sanitize(tree, instance, image)
+        skipped = _extract(client, image, workdir, partial)
+        tree = partial / name
+        if harbor:
+            _fresh_history(tree, instance, image)
+        else:
+            _sanitize(tree, instance, image)
         (partial / "ready").write_text(f"{image}\nskipped {len(skipped)} members: {skipped[:20]}\n")
         try:
             partial.rename(dest)
         except OSError:  # another process made it first
             shutil.rmtree(partial, ignore_errors=True)
-        return dest / "testbed"
+        return dest / name, workdir
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -114,16 +143,16 @@ class _Stream(io.RawIOBase):
         return n
 
 
-def _extract(client: docker.DockerClient, image: str, dest: Path) -> list[str]:
-    """Copy the image's /testbed into dest/testbed without starting the image; the members refused, by name."""
+def _extract(client: docker.DockerClient, image: str, workdir: str, dest: Path) -> list[str]:
+    """Copy the image's `workdir` into dest/<its name> without starting the image; the members refused, by name."""
     container = None
     try:
         container = client.api.create_container(image, command=["true"], network_disabled=True)["Id"]
         try:
-            chunks, _stat = client.api.get_archive(container, IMAGE_WORKDIR)
+            chunks, _stat = client.api.get_archive(container, workdir)
         except NotFound:
-            raise SweTaskError(f"image {image} has no {IMAGE_WORKDIR}: SWE-bench-family images keep the "
-                               "repository there") from None
+            raise SweTaskError(f"image {image} has no {workdir}: SWE-bench-family images keep the repository at "
+                               f"{IMAGE_WORKDIR}") from None
         skipped: list[str] = []
 
         def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
@@ -137,10 +166,37 @@ def _extract(client: docker.DockerClient, image: str, dest: Path) -> list[str]:
             archive.extractall(dest, filter=keep)
         return skipped
     except (APIError, DockerException, tarfile.TarError) as err:
-        raise SweTaskError(f"cannot take {IMAGE_WORKDIR} out of image {image}: {str(err).strip()[:300]}") from err
+        raise SweTaskError(f"cannot take {workdir} out of image {image}: {str(err).strip()[:300]}") from err
     finally:
         if container is not None:
             client.api.remove_container(container, force=True)
+
+
+def _in_sandbox(tree: Path, script: str, env: dict[str, str]) -> RunResult:
+    from sandboxes.engine import docker_client
+    from sandboxes.image import build_image
+
+    client = docker_client()
+    try:
+        harness_image = build_image(client, log=lambda _line: None)
+    finally:
+        client.close()
+    with DockerSandbox(image=harness_image).open(tree, limits=SANITIZE_LIMITS) as session:
+        return session.run(["bash", "-c", script], env=env)
+
+
+def _fresh_history(tree: Path, instance: SweInstance, image: str) -> None:
+    if not tree.is_dir():
+        raise SweTaskError(f"the working directory of image {image} is not a directory")
+    git = tree / ".git"
+    if git.is_symlink() or git.is_file():
+        git.unlink()
+    elif git.is_dir():
+        shutil.rmtree(git)
+    done = _in_sandbox(tree, HARBOR_INIT, {})
+    if not done.ok:
+        raise SweTaskError(f"{instance.instance_id}: cannot track the working directory of image {image}: "
+                           + done.describe_failure(5))
 
 
 def _sanitize(tree: Path, instance: SweInstance, image: str) -> None:
@@ -151,16 +207,7 @@ def _sanitize(tree: Path, instance: SweInstance, image: str) -> None:
     (git / "config").unlink(missing_ok=True)
     (git / "config").write_text(CLEAN_GIT_CONFIG)
     shutil.rmtree(git / "hooks", ignore_errors=True)
-    from sandboxes.engine import docker_client
-    from sandboxes.image import build_image
-
-    client = docker_client()
-    try:
-        harness_image = build_image(client, log=lambda _line: None)
-    finally:
-        client.close()
-    with DockerSandbox(image=harness_image).open(tree, limits=SANITIZE_LIMITS) as session:
-        done = session.run(["bash", "-c", SANITIZE], env={"BASE": instance.base_commit, "TESTBED": IMAGE_WORKDIR})
+    done = _in_sandbox(tree, SANITIZE, {"BASE": instance.base_commit, "TESTBED": IMAGE_WORKDIR})
     if not done.ok:
         raise SweTaskError(f"{instance.instance_id}: the repository in image {image} cannot be used: "
                            + done.describe_failure(5))

@@ -12,6 +12,7 @@ parses fails the diff.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -23,7 +24,7 @@ from meta_agent.swe.image_tree import instance_tree
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.layout import is_test_path
 from meta_agent.swe.task_images import require_image
-from meta_agent.swe.test_spec import IMAGE_WORKDIR, patch_files, swebench_test_spec
+from meta_agent.swe.test_spec import patch_files, swebench_test_spec
 from meta_agent.swe.verdict import PatchVerdict, syntax_errors
 from sandboxes import Limits, Mount, SandboxError
 from sandboxes.docker import DockerSandbox
@@ -34,6 +35,9 @@ IMAGE_TEST_TIMEOUT_S = 1800.0
 APPLY = (["git", "apply", "--verbose"], ["git", "apply", "--verbose", "--recount"],
          ["git", "apply", "--verbose", "--recount", "--unidiff-zero"])
 _FILE_START = re.compile(r"^diff --git ", re.MULTILINE)
+HARBOR_TESTS, HARBOR_LOGS = "/tests", "/logs/verifier"
+"""Where Harbor's verifier finds its tests and writes reward.txt or reward.json."""
+MAX_REWARD_BYTES = 10_000
 
 
 def split_test_changes(diff_text: str) -> tuple[str, list[str]]:
@@ -68,18 +72,27 @@ def evaluate_in_image(instance: SweInstance, diff_text: str) -> PatchVerdict:
     tmp = Path(tempfile.mkdtemp(prefix="meta-agent-swe-image-eval-")).resolve()
     try:
         image = require_image(client, instance)
-        tree = instance_tree(client, instance, image)
-        work, io_dir = tmp / "testbed", tmp / "io"
+        tree, workdir = instance_tree(client, instance, image)
+        work, io_dir, logs = tmp / "work", tmp / "io", tmp / "logs"
         shutil.copytree(tree, work, symlinks=True)
         io_dir.mkdir()
-        kept, touched = split_test_changes(diff_text)
+        logs.mkdir()
+        # A Harbor verifier's tests live in /tests, out of the policy's reach; its working directory's own test
+        # files may be what a task asks for
+        kept, touched = (diff_text, []) if instance.harbor else split_test_changes(diff_text)
         verdict.tests_touched = bool(touched)
         verdict.changed_files = sorted({*patch_files(diff_text)})
-        spec = swebench_test_spec(instance)
+        spec = None if instance.harbor else swebench_test_spec(instance)
         (io_dir / "patch.diff").write_text(kept if kept.endswith("\n") else kept + "\n", encoding="utf-8")
-        (io_dir / "eval.sh").write_text(spec.eval_script, encoding="utf-8")
-        sandbox = DockerSandbox(image=image, workdir_at=Path(IMAGE_WORKDIR))
-        with sandbox.open(work, mounts=[Mount(io_dir)], limits=IMAGE_EVAL_LIMITS) as session:
+        mounts = [Mount(io_dir)]
+        if spec is not None:
+            (io_dir / "eval.sh").write_text(spec.eval_script, encoding="utf-8")
+        else:
+            assert instance.harbor is not None
+            mounts += [Mount(Path(instance.harbor.task_dir) / "tests", target=Path(HARBOR_TESTS)),
+                       Mount(logs, read_only=False, target=Path(HARBOR_LOGS))]
+        sandbox = DockerSandbox(image=image, workdir_at=Path(workdir))
+        with sandbox.open(work, mounts=mounts, limits=IMAGE_EVAL_LIMITS) as session:
             if kept.strip():
                 error = ""
                 for cmd in APPLY:
@@ -96,6 +109,10 @@ def evaluate_in_image(instance: SweInstance, diff_text: str) -> PatchVerdict:
                 verdict.syntax_error = True
                 verdict.detail = "syntax error after the diff: " + "; ".join(bad)[:2000]
                 return verdict
+            if instance.harbor is not None:
+                script = f"/{instance.harbor.test_script}"
+                run = session.run(["bash", "-c", f"bash {script} 2>&1"], timeout=instance.harbor.verifier_timeout_s)
+                return _rewarded(verdict, instance, logs, run.stdout, run.timed_out, run.oom_killed)
             timeout = instance.setup.timeout_s if instance.setup else IMAGE_TEST_TIMEOUT_S
             run = session.run(["bash", "-c", f"bash {io_dir / 'eval.sh'} 2>&1"], timeout=timeout)
         return _graded(verdict, instance, spec, kept, run.stdout, io_dir, run.timed_out, run.oom_killed)
@@ -128,4 +145,47 @@ def _graded(verdict: PatchVerdict, instance: SweInstance, spec: object, patch: s
         verdict.detail = "the test run ran out of memory"
     elif not report.get("patch_successfully_applied"):
         verdict.detail = "swebench found no test results in the log: " + log.strip()[-1000:]
+    return verdict
+
+
+def harbor_reward(logs: Path) -> float | None:
+    """The reward a Harbor verifier wrote (reward.txt: one number; reward.json: {"reward": x} or named rewards,
+    of which the smallest counts); None when it wrote none or nothing a number can be read from."""
+    import math
+
+    text_file, json_file = logs / "reward.txt", logs / "reward.json"
+    try:
+        if text_file.is_file() and not text_file.is_symlink():
+            value = float(text_file.read_bytes()[:MAX_REWARD_BYTES].decode(errors="replace").strip())
+        elif json_file.is_file() and not json_file.is_symlink():
+            data = json.loads(json_file.read_bytes()[:MAX_REWARD_BYTES])
+            values = [data["reward"]] if isinstance(data, dict) and "reward" in data else (
+                list(data.values()) if isinstance(data, dict) else [data])
+            if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                return None
+            value = float(min(values))
+        else:
+            return None
+    except (ValueError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _rewarded(verdict: PatchVerdict, instance: SweInstance, logs: Path, output: str, timed_out: bool,
+              oom: bool) -> PatchVerdict:
+    """A Harbor verifier's run as a verdict: its script is the one FAIL_TO_PASS pseudo-test, passed at reward 1."""
+    reward = None if timed_out or oom else harbor_reward(logs)
+    passed = reward is not None and reward >= 1.0
+    test = instance.FAIL_TO_PASS[0]
+    verdict.tests = {test: "passed" if passed else "failed"}
+    verdict.fail_to_pass_passed = int(passed)
+    verdict.resolved = passed
+    if timed_out:
+        verdict.detail = "the verifier timed out"
+    elif oom:
+        verdict.detail = "the verifier ran out of memory"
+    elif reward is None:
+        verdict.detail = "the verifier wrote no reward (reward.txt or reward.json): " + output.strip()[-1000:]
+    else:
+        verdict.detail = f"reward {reward:g}"
     return verdict

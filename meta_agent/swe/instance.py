@@ -100,6 +100,46 @@ class MutationInfo(BaseModel):
     """A FAIL_TO_PASS test id names that function; None for instances built before difficulty was recorded."""
 
 
+class HarborSpec(BaseModel):
+    """A Harbor task's parts meta-agent keeps (`meta_agent/swe/harbor.py`): its files stay in the task cache and
+    are sealed from the harness and the policy; its verifier script gives the reward."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_dir: str = Field(max_length=1000)
+    """The task's copy in the task cache (environment/ and tests/)."""
+    test_script: str = Field("tests/test.sh", max_length=200)
+    """The verifier, relative to task_dir; it runs at /tests in the image and writes /logs/verifier/reward.txt."""
+    workdir: str | None = Field(None, max_length=500)
+    """Where the policy works in the image; None: the image's WORKDIR."""
+    verifier_timeout_s: float = Field(600.0, gt=0, le=24 * 3600)
+
+    @field_validator("task_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not PurePosixPath(value).is_absolute() or ".." in PurePosixPath(value).parts:
+            raise ValueError(f"{value!r} must be an absolute path without '..'")
+        return value
+
+    @field_validator("test_script")
+    @classmethod
+    def _under_tests(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if path.is_absolute() or ".." in path.parts or path.parts[:1] != ("tests",):
+            raise ValueError(f"{value!r} must be a path under tests/ (relative, no '..')")
+        return value
+
+    @field_validator("workdir")
+    @classmethod
+    def _work_path(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        path = PurePosixPath(value)
+        if not path.is_absolute() or ".." in path.parts or len(path.parts) < 2:
+            raise ValueError(f"{value!r} must be an absolute directory below / (not / itself), without '..'")
+        return value
+
+
 class SweInstance(BaseModel):
     """One task: the buggy tree at `base_commit`, the gold `patch` that fixes it, and the tests that judge it."""
 
@@ -144,6 +184,9 @@ class SweInstance(BaseModel):
     log_parser: str | None = None
     """The name of the swebench log parser that reads `eval_script`'s output (e.g. parse_log_pytest)."""
     eval_type: Literal["pass_and_fail", "fail_only"] | None = None
+    harbor: HarborSpec | None = None
+    """Set for a Harbor task (`tasks import DIR`): its verifier script, not pytest, decides (one pseudo-test,
+    FAIL_TO_PASS = [its test script])."""
 
     @model_validator(mode="before")
     @classmethod
@@ -172,7 +215,7 @@ class SweInstance(BaseModel):
 
     @model_validator(mode="after")
     def _image_fields_need_an_image(self) -> SweInstance:
-        given = [f for f in ("dockerfile", "eval_script", "log_parser") if getattr(self, f) is not None]
+        given = [f for f in ("dockerfile", "eval_script", "log_parser", "harbor") if getattr(self, f) is not None]
         if given and self.image is None:
             raise ValueError(f"{', '.join(given)} describe how the instance runs in its container image; "
                              "give its `image` too")

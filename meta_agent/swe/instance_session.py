@@ -2,8 +2,9 @@
 
 Built instances: the tree exported from the local task repository, in the given sandbox, with a fresh git
 repository holding it as one `base` commit (so the episode's diff is `git diff`). Instances with their own
-image: a copy of the image's repository, its history cut at the base (`image_tree.py`), bound at /testbed in a
-container of that image through the docker backend, whatever sandbox the caller uses for the others.
+image: a copy of the image's repository, its history cut at the base (`image_tree.py`), bound at /testbed (a
+Harbor task: at its working directory) in a container of that image through the docker backend, whatever
+sandbox the caller uses for the others.
 """
 
 from __future__ import annotations
@@ -27,15 +28,14 @@ def open_instance_session(instance: SweInstance, dest: Path, sandbox: Sandbox, l
         return session
     from meta_agent.swe.image_tree import instance_tree
     from meta_agent.swe.task_images import require_image
-    from meta_agent.swe.test_spec import IMAGE_WORKDIR
     from sandboxes.docker import DockerSandbox
     from sandboxes.engine import docker_client
 
     client = docker_client()
     try:
         image = require_image(client, instance)
-        tree = instance_tree(client, instance, image)
+        tree, workdir = instance_tree(client, instance, image)
     finally:
         client.close()
     shutil.copytree(tree, dest, symlinks=True)
-    return DockerSandbox(image=image, workdir_at=Path(IMAGE_WORKDIR)).open(dest, limits=limits)
+    return DockerSandbox(image=image, workdir_at=Path(workdir)).open(dest, limits=limits)

@@ -35,6 +35,17 @@ class ImageNeed:
     name: str
     instances: tuple[str, ...]
     dockerfile: str | None
+    context: str | None = None
+    """A build context directory holding its Dockerfile (a Harbor task's environment/), instead of `dockerfile`."""
+
+    def recipe_digest(self) -> str | None:
+        if self.dockerfile is not None:
+            return _sha(self.dockerfile)
+        if self.context is not None:
+            from meta_agent.swe.harbor import _tree_digest
+
+            return _tree_digest(Path(self.context))
+        return None
 
 
 @dataclass(frozen=True)
@@ -51,24 +62,32 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _recipe(inst: SweInstance) -> tuple[str | None, str | None]:
+    """(dockerfile, context) that make the instance's image; (None, None): it is pulled or loaded."""
+    if inst.dockerfile is not None:
+        return inst.dockerfile, None
+    if inst.harbor is not None and (Path(inst.harbor.task_dir) / "environment" / "Dockerfile").is_file():
+        return None, str(Path(inst.harbor.task_dir) / "environment")
+    return None, None
+
+
 def image_needs(instances: Iterable[SweInstance]) -> list[ImageNeed]:
     """The distinct images of `instances`; SweTaskError when two instances build one image differently."""
     users: dict[str, list[str]] = {}
-    recipes: dict[str, str | None] = {}
+    recipes: dict[str, tuple[str | None, str | None]] = {}
     for inst in instances:
         if inst.image is None:
             continue
         name = with_tag(inst.image)
         users.setdefault(name, []).append(inst.instance_id)
-        if inst.dockerfile is not None:
-            known = recipes.get(name)
-            if known is not None and known != inst.dockerfile:
-                raise SweTaskError(f"image {name} is built from two different Dockerfiles (instances "
-                                   f"{users[name][0]} and {inst.instance_id}); give each recipe its own image name")
-            recipes[name] = inst.dockerfile
-        else:
-            recipes.setdefault(name, None)
-    return [ImageNeed(name, tuple(ids), recipes[name]) for name, ids in sorted(users.items())]
+        recipe = _recipe(inst)
+        known = recipes.get(name)
+        if known is not None and recipe != (None, None) and known != (None, None) and known != recipe:
+            raise SweTaskError(f"image {name} is built from two different Dockerfiles (instances "
+                               f"{users[name][0]} and {inst.instance_id}); give each recipe its own image name")
+        if known is None or known == (None, None):
+            recipes[name] = recipe
+    return [ImageNeed(name, tuple(ids), *recipes[name]) for name, ids in sorted(users.items())]
 
 
 def taskset_instances(taskset: str) -> list[SweInstance]:
@@ -90,7 +109,8 @@ def image_state(client: docker.DockerClient, need: ImageNeed) -> ImageState:
         return ImageState(need, False, 0, False, False)
     labels = image.labels or {}
     built_here = labels.get(TASK_LABEL) == "1"
-    stale = built_here and need.dockerfile is not None and labels.get(DOCKERFILE_LABEL) != _sha(need.dockerfile)
+    digest = need.recipe_digest()
+    stale = built_here and digest is not None and labels.get(DOCKERFILE_LABEL) != digest
     return ImageState(need, True, int(image.attrs.get("Size") or 0), built_here, stale)
 
 
@@ -102,7 +122,7 @@ def build_images(client: docker.DockerClient, needs: list[ImageNeed], *, network
     base: str | None = None
     for i, state in enumerate(todo, start=1):
         need = state.need
-        if need.dockerfile is None:
+        if need.dockerfile is None and need.context is None:
             log(f"[{i}/{len(todo)}] pulling {need.name}")
             _pull(client, need)
             continue
@@ -126,16 +146,17 @@ def _pull(client: docker.DockerClient, need: ImageNeed) -> None:
 
 
 def _build(client: docker.DockerClient, need: ImageNeed, base: str, network: bool, log: Log) -> None:
-    assert need.dockerfile is not None
-    with tempfile.TemporaryDirectory(prefix="meta-agent-task-image-") as context:
-        # The context holds the Dockerfile alone: COPY and ADD can reach nothing of this machine.
-        (Path(context) / "Dockerfile").write_text(need.dockerfile, encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="meta-agent-task-image-") as empty:
+        if need.dockerfile is not None:
+            # The context holds the Dockerfile alone: COPY and ADD can reach nothing of this machine.
+            (Path(empty) / "Dockerfile").write_text(need.dockerfile, encoding="utf-8")
+        context = need.context or empty
         try:
             _image, output = client.images.build(
                 path=context, tag=need.name, rm=True, forcerm=True, pull=False,
                 network_mode="host" if network else "none",
                 buildargs={BASE_ARG: base},
-                labels={TASK_LABEL: "1", DOCKERFILE_LABEL: _sha(need.dockerfile)},
+                labels={TASK_LABEL: "1", DOCKERFILE_LABEL: need.recipe_digest() or ""},
                 container_limits={"memory": BUILD_MEMORY, "memswap": BUILD_MEMORY},
             )
         except BuildError as err:

@@ -172,6 +172,13 @@ def import_tasks(path: Path, *, name: str, split: Split | Literal["auto"] | None
     """
     if name == DEFAULT_TASKSET:
         raise SweTaskError("the name 'default' is reserved for the built default set; pick another --name")
+    if path.is_dir():
+        from meta_agent.swe.harbor import harbor_instances
+
+        instances = harbor_instances(path, name=name, split="test" if split is None or split == "auto" else split)
+        if split == "auto":
+            instances = [i.model_copy(update={"split": _hashed_split(i.instance_id)}) for i in instances]
+        return save_taskset(name, instances, origin=f"Harbor tasks from {path.resolve()}")
     instances = read_instances(path)
     if not instances:
         raise SweTaskError(f"{path}: no instances in the file")
@@ -200,3 +207,9 @@ def with_image(instance: SweInstance, template: str) -> SweInstance:
         raise SweTaskError(f"--image-template {template!r} for {instance.instance_id}: {e} (use {{instance_id}} "
                            "or {swebench_id})") from None
     return instance.model_copy(update={"image": name})
+
+
+def _hashed_split(instance_id: str) -> Split:
+    """A split by the id alone, 70/15/15 (Harbor tasks have no project files to split by): stable everywhere."""
+    bucket = int(hashlib.sha256(instance_id.encode()).hexdigest()[:8], 16) % 100
+    return "train" if bucket < 70 else ("selection" if bucket < 85 else "test")
