@@ -176,7 +176,12 @@ def show(
     inst = find_instance(instance_id)
     console.print(f"[bold]{escape(inst.instance_id)}[/]  split={inst.split}  tier={inst.tier or 'none'}  "
                   f"repo={escape(inst.repo)}  base={escape(inst.base_commit[:12])}", highlight=False)
-    console.print(f"repository: {repo_path(inst)}", highlight=False, markup=False)
+    if inst.image is not None:
+        kind = "Harbor task, verifier " + inst.harbor.test_script if inst.harbor else "SWE-bench-family instance"
+        console.print(f"image: {inst.image} ({kind}; `meta-agent tasks images list` says if it is built)",
+                      highlight=False, markup=False)
+    else:
+        console.print(f"repository: {repo_path(inst)}", highlight=False, markup=False)
     setup = inst.test_setup()
     console.print(f"setup: python_path={setup.python_path} deps={setup.deps} pytest_args={setup.pytest_args} "
                   f"timeout={setup.timeout_s}s", highlight=False, soft_wrap=True, markup=False)

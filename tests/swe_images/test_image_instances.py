@@ -117,7 +117,8 @@ def test_gold_resolves_and_nothing_else_does(calc_set: SweInstance) -> None:
 def test_the_fix_in_the_images_history_never_reaches_an_episode(calc_set: SweInstance) -> None:
     client = docker_client()
     try:
-        tree = instance_tree(client, calc_set, IMAGE)
+        tree, workdir = instance_tree(client, calc_set, IMAGE)
+        assert workdir == "/testbed"
     finally:
         client.close()
     git = ["git", "-c", f"safe.directory={tree}", "-C", str(tree)]
@@ -268,3 +269,11 @@ def test_one_grpo_step_on_an_image_task_and_its_sealed_evaluation(calc_set: SweI
     competent = domain.score(CompetentAgent(test, smollm2_tokenizer()), test, "test", "competent agent")
     assert competent.results[0].correct, competent.results[0].detail
     assert "+    return a + b" in competent.results[0].answer
+
+
+def test_show_and_verify_say_an_instance_runs_in_its_image(calc_set: SweInstance) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", calc_set.instance_id])
+    assert shown.exit_code == 0 and f"image: {IMAGE}" in shown.output, shown.output
+    verified = runner.invoke(app, ["verify", "--taskset", "calcimg", "--no-progress"])
+    assert "not checked" in verified.output and "runs in its image" in verified.output, verified.output
