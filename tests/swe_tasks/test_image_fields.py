@@ -85,3 +85,40 @@ def test_the_written_spec_is_graded_by_swebench(tmp_path: Path) -> None:
         report = get_eval_report(spec, {"instance_id": inst.instance_id, "model_name_or_path": "m",
                                         "model_patch": "x"}, str(log), include_tests_status=True)
         assert report[inst.instance_id]["resolved"] is resolved
+
+
+@pytest.mark.parametrize(("files", "reward"), [
+    ({"reward.txt": "1\n"}, 1.0),
+    ({"reward.txt": "0.25"}, 0.25),
+    ({"reward.json": '{"reward": 0.5, "style": 1}'}, 0.5),
+    ({"reward.json": '{"correct": 1, "fast": 0}'}, 0.0),
+    ({"reward.txt": "nan"}, None),
+    ({"reward.txt": "1" * 50_000}, None),
+    ({"reward.json": '{"reward": true}'}, None),
+    ({"reward.json": "[1, 2"}, None),
+    ({}, None),
+])
+def test_a_harbor_verifier_reward_is_read_strictly(tmp_path: Path, files: dict[str, str], reward: float | None) -> None:
+    from meta_agent.swe.image_verdict import harbor_reward
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert harbor_reward(tmp_path) == reward
+
+
+def test_a_reward_file_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    from meta_agent.swe.image_verdict import harbor_reward
+
+    (tmp_path / "elsewhere").write_text("1")
+    (tmp_path / "reward.txt").symlink_to(tmp_path / "elsewhere")
+    assert harbor_reward(tmp_path) is None
+
+
+def test_harbor_specs_stay_inside_their_task(tmp_path: Path) -> None:
+    from meta_agent.swe.instance import HarborSpec
+
+    for bad in ({"task_dir": "relative"}, {"task_dir": "/x", "test_script": "../../etc/passwd"},
+                {"task_dir": "/x", "test_script": "solution/solve.sh"}, {"task_dir": "/x", "workdir": "/"},
+                {"task_dir": "/x", "workdir": "/app/../etc"}):
+        with pytest.raises(ValueError):
+            HarborSpec.model_validate(bad)
