@@ -225,7 +225,8 @@ class EpisodeServer:
 
 
 def request(socket_path: Path, payload: dict[str, Any], timeout: float = 900.0) -> dict[str, Any]:
-    """One request to a server (what the harness's client does; here for tests and tools)."""
+    """One request to a server, for tests and tools. The harness has its own client (`harness/swe/remote.py` in
+    the template): harness code runs in its sandbox and cannot import meta-agent."""
     with socket.socket(socket.AF_UNIX) as conn:
         conn.settimeout(timeout)
         conn.connect(str(socket_path))
