@@ -50,6 +50,21 @@ def harbor_python() -> Path:
         + (f" ({given} does not exist)" if given else ""))
 
 
+def harbor_store() -> Path:
+    """Where imported Harbor tasks' files are kept (the task cache)."""
+    return cache_dir() / "swe" / "harbor"
+
+
+def task_files(spec: HarborSpec) -> Path:
+    """The task's kept files; SweTaskError unless they are in the Harbor store. A task file names this path, and
+    whatever it names is mounted into containers and used as a build context: it may name nothing else."""
+    path = Path(spec.task_dir).resolve()
+    if not path.is_relative_to(harbor_store().resolve()) or not path.is_dir():
+        raise SweTaskError(f"Harbor task files {spec.task_dir} are not in {harbor_store()}: import Harbor tasks "
+                           "from their directory (`meta-agent tasks import DIR`), not as rows naming a path")
+    return path
+
+
 def task_dirs(root: Path) -> list[Path]:
     """`root` itself when it is one task, else its subdirectories that hold a task.toml."""
     if not root.is_dir():
@@ -104,8 +119,24 @@ def harbor_instances(root: Path, *, name: str, split: Split) -> list[SweInstance
                 for r in rows if r.get("ok") and not r.get("docker_image") and not r.get("dockerfile")]
     if refused:
         raise SweTaskError(f"{len(refused)} of {len(rows)} Harbor tasks cannot be used: " + "; ".join(refused[:5]))
-    store = cache_dir() / "swe" / "harbor" / _slug(name)
+    store = harbor_store() / _slug(name)
+    # copied beside the set's current files, which are replaced only once every task is in: a failed import
+    # leaves the set as it was
+    partial = store.with_name(f"{store.name}.partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        instances = _kept(rows, root, name, split, store, partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     shutil.rmtree(store, ignore_errors=True)
+    partial.rename(store)
+    return instances
+
+
+def _kept(rows: list[dict[str, Any]], root: Path, name: str, split: Split, store: Path,
+          partial: Path) -> list[SweInstance]:
+    """The instances of `rows`, their files copied into `partial` (named by where they will be: `store`)."""
     instances: list[SweInstance] = []
     seen: set[str] = set()
     for row in rows:
@@ -114,17 +145,18 @@ def harbor_instances(root: Path, *, name: str, split: Split) -> list[SweInstance
         if task_id in seen:
             raise SweTaskError(f"two Harbor tasks are both named {task_id!r}")
         seen.add(task_id)
-        kept = store / task_id
+        kept = partial / task_id
         for part in ("environment", "tests"):
             if (source / part).is_dir():
                 shutil.copytree(source / part, kept / part, symlinks=True)
+        kept.mkdir(parents=True, exist_ok=True)
         kept.chmod(0o755)
         if row.get("docker_image") and not row.get("dockerfile"):
             image = str(row["docker_image"])
         else:
             image = f"meta-agent-harbor/{_slug(name)}.{task_id}:{_tree_digest(kept / 'environment')[:12]}"
-        spec = HarborSpec(task_dir=str(kept), test_script=str(row["test_script"]), workdir=row.get("workdir"),
-                          verifier_timeout_s=float(row.get("verifier_timeout_s") or 600.0))
+        spec = HarborSpec(task_dir=str(store / task_id), test_script=str(row["test_script"]),
+                          workdir=row.get("workdir"), verifier_timeout_s=float(row.get("verifier_timeout_s") or 600.0))
         try:
             instances.append(SweInstance(
                 instance_id=task_id, repo=f"harbor/{_slug(root.resolve().name)}", base_commit="", patch="",

@@ -89,7 +89,9 @@ def evaluate_in_image(instance: SweInstance, diff_text: str) -> PatchVerdict:
             (io_dir / "eval.sh").write_text(spec.eval_script, encoding="utf-8")
         else:
             assert instance.harbor is not None
-            mounts += [Mount(Path(instance.harbor.task_dir) / "tests", target=Path(HARBOR_TESTS)),
+            from meta_agent.swe.harbor import task_files
+
+            mounts += [Mount(task_files(instance.harbor) / "tests", target=Path(HARBOR_TESTS)),
                        Mount(logs, read_only=False, target=Path(HARBOR_LOGS))]
         sandbox = DockerSandbox(image=image, workdir_at=Path(workdir))
         with sandbox.open(work, mounts=mounts, limits=IMAGE_EVAL_LIMITS) as session:

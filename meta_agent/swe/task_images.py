@@ -66,8 +66,12 @@ def _recipe(inst: SweInstance) -> tuple[str | None, str | None]:
     """(dockerfile, context) that make the instance's image; (None, None): it is pulled or loaded."""
     if inst.dockerfile is not None:
         return inst.dockerfile, None
-    if inst.harbor is not None and (Path(inst.harbor.task_dir) / "environment" / "Dockerfile").is_file():
-        return None, str(Path(inst.harbor.task_dir) / "environment")
+    if inst.harbor is not None:
+        from meta_agent.swe.harbor import task_files
+
+        environment = task_files(inst.harbor) / "environment"
+        if (environment / "Dockerfile").is_file():
+            return None, str(environment)
     return None, None
 
 

@@ -122,3 +122,13 @@ def test_harbor_specs_stay_inside_their_task(tmp_path: Path) -> None:
                 {"task_dir": "/x", "workdir": "/app/../etc"}):
         with pytest.raises(ValueError):
             HarborSpec.model_validate(bad)
+
+
+def test_a_row_cannot_name_host_files_as_a_harbor_task(tmp_path: Path) -> None:
+    """Harbor task files are mounted into containers and used as build contexts: only the importer's copies count."""
+    host = tmp_path / "secrets"
+    (host / "environment").mkdir(parents=True)
+    (host / "environment" / "Dockerfile").write_text("FROM scratch\nCOPY . /\n")
+    row = {**BASE, "image": "x:1", "harbor": {"task_dir": str(host)}}
+    with pytest.raises(SweTaskError, match="not in .*import Harbor tasks from their directory"):
+        import_tasks(_file(tmp_path, row), name="hostile-harbor-row")
