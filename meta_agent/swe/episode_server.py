@@ -45,6 +45,10 @@ EPISODE_LIMITS = Limits(memory_mb=2048, cpus=1.0, pids=256, timeout_s=120.0, out
                         disk_mb=2048)
 MAX_REQUEST_BYTES = 4_000_000
 MAX_DIFF_BYTES = 2_000_000
+MAX_CONNECTIONS = 64
+"""Requests served at once (a thread each); the next connection is answered `busy` and closed."""
+IDLE_TIMEOUT_S = 60.0
+"""How long the server waits for a request line (or to hand over an answer) before dropping the connection."""
 
 
 class _Req(BaseModel):
@@ -95,6 +99,35 @@ class _Episode:
     session: Session
 
 
+class _Server(socketserver.ThreadingUnixStreamServer):
+    """At most MAX_CONNECTIONS requests at once: the harness is untrusted, and a thread per connection is ours."""
+
+    daemon_threads = True
+
+    def __init__(self, path: str, handler: type[socketserver.BaseRequestHandler]) -> None:
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(path, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(json.dumps({"ok": False, "error": f"busy: {MAX_CONNECTIONS} requests in flight"})
+                                .encode() + b"\n")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} characters cut ...]"
 
@@ -112,7 +145,7 @@ class EpisodeServer:
         self.work = Path(tempfile.mkdtemp(prefix="ma-episode-trees-", dir="/var/tmp"))
         self._episodes: dict[str, _Episode] = {}
         self._lock = threading.Lock()
-        self._server: socketserver.ThreadingUnixStreamServer | None = None
+        self._server: _Server | None = None
         self.served = 0
 
     def mounts(self) -> list[Mount]:
@@ -125,14 +158,18 @@ class EpisodeServer:
         server = self
 
         class Handler(socketserver.StreamRequestHandler):
+            timeout = IDLE_TIMEOUT_S
+
             def handle(self) -> None:
-                line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+                try:
+                    line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+                except OSError:  # sent nothing in time
+                    return
                 answer = server.answer(line)
                 with contextlib.suppress(OSError):
                     self.wfile.write(json.dumps(answer).encode() + b"\n")
 
-        self._server = socketserver.ThreadingUnixStreamServer(str(self.socket_path), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(str(self.socket_path), Handler)
         self.socket_path.chmod(0o666)  # the harness connects as the sandbox uid
         threading.Thread(target=self._server.serve_forever, name="episode-server", daemon=True).start()
         return self

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+import requests
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound
 
 from meta_agent.swe.errors import SweTaskError
@@ -25,6 +26,8 @@ TASK_LABEL = "meta-agent.task-image"
 DOCKERFILE_LABEL = "meta-agent.dockerfile-sha256"
 BASE_ARG = "META_AGENT_BASE"
 BUILD_MEMORY = 4 * 1024**3
+BUILD_IDLE_S = 1800
+"""A build step may print nothing for this long (a quiet compile); one that hangs is cut off here."""
 Log = Callable[[str], None]
 
 
@@ -161,14 +164,14 @@ def _build(client: docker.DockerClient, need: ImageNeed, base: str, network: boo
                 network_mode="host" if network else "none",
                 buildargs={BASE_ARG: base},
                 labels={TASK_LABEL: "1", DOCKERFILE_LABEL: need.recipe_digest() or ""},
-                container_limits={"memory": BUILD_MEMORY, "memswap": BUILD_MEMORY},
+                container_limits={"memory": BUILD_MEMORY, "memswap": BUILD_MEMORY}, timeout=BUILD_IDLE_S,
             )
         except BuildError as err:
             tail = "\n".join(str(c.get("stream") or c.get("error") or "").rstrip() for c in err.build_log)[-1500:]
             hint = "" if network else " (built without network: pass --network if it installs packages)"
             raise SweTaskError(f"building image {need.name} (instance {need.instances[0]}) failed{hint}: "
                                f"{err.msg}\n{tail}") from err
-        except (APIError, DockerException) as err:
+        except (APIError, DockerException, requests.RequestException) as err:
             raise SweTaskError(f"building image {need.name} failed: {str(err).strip()[:500]}") from err
     for chunk in output:
         line = str(chunk.get("stream") or "").rstrip() if isinstance(chunk, dict) else ""

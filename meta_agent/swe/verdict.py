@@ -95,10 +95,14 @@ def _symlinks(root: Path) -> set[str]:
 
 
 def syntax_errors(root: Path, changed: list[str]) -> list[str]:
+    """The changed Python files (not tests) that no longer parse, with the parser's message. A path that leads
+    out of `root` (through a link a diff made) is not read: its text would reach the verdict's detail."""
     bad = []
+    top = root.resolve()
     for rel in changed:
         path = root / rel
-        if rel.endswith(".py") and path.is_file() and not path.is_symlink() and not is_test_path(rel):
+        inside = path.resolve().is_relative_to(top)
+        if rel.endswith(".py") and inside and path.is_file() and not path.is_symlink() and not is_test_path(rel):
             try:
                 parse(path.read_bytes(), filename=rel)
             except (SyntaxError, ValueError) as e:

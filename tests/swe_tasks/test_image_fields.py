@@ -130,5 +130,5 @@ def test_a_row_cannot_name_host_files_as_a_harbor_task(tmp_path: Path) -> None:
     (host / "environment").mkdir(parents=True)
     (host / "environment" / "Dockerfile").write_text("FROM scratch\nCOPY . /\n")
     row = {**BASE, "image": "x:1", "harbor": {"task_dir": str(host)}}
-    with pytest.raises(SweTaskError, match="not in .*import Harbor tasks from their directory"):
+    with pytest.raises(SweTaskError, match=r"not in .*import Harbor tasks from their directory"):
         import_tasks(_file(tmp_path, row), name="hostile-harbor-row")
