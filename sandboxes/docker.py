@@ -125,12 +125,15 @@ class DockerSession(ClosingSession):
         limits: Limits,
         network: bool,
         workdir_at: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.client = client
         self.image = image
         self.workdir = workdir.resolve()
         self.inside = workdir_at or self.workdir
         """Where the workdir is inside the container: its host path unless the sandbox binds it elsewhere."""
+        self.env = dict(env or {})
+        """Variables every run starts with (over the clean environment, under the run's own)."""
         self.scratch = SCRATCH
         self.limits = limits
         self.network = network
@@ -223,7 +226,7 @@ class DockerSession(ClosingSession):
             run = _ExecRun(container, self.limits.output_bytes, self.quota)
             try:
                 limit = timeout if timeout is not None else self.limits.timeout_s
-                run.execute(list(cmd), clean_env(self.scratch, env), cwd or self.inside, limit)
+                run.execute(list(cmd), clean_env(self.scratch, {**self.env, **(env or {})}), cwd or self.inside, limit)
                 reset = container.wait_for("reset", GRACE_S)
             except (SandboxError, OSError, DockerException):
                 run.container_lost, reset = True, {}
@@ -349,17 +352,20 @@ class DockerSandbox:
 
     `image` replaces the harness image (a task's own environment, `meta_agent/swe/task_images.py`); `workdir_at`
     binds each session's workdir at that path instead of its host path (SWE-bench images keep their repository at
-    /testbed, and their test scripts `cd` there). The isolation is the same whatever the image.
+    /testbed, and their test scripts `cd` there); `env` is set for every run (such an image's own PATH). The
+    isolation is the same whatever the image.
     """
 
     name = "docker"
     isolated = True
 
-    def __init__(self, *, image: str | None = None, workdir_at: Path | None = None) -> None:
+    def __init__(self, *, image: str | None = None, workdir_at: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         if workdir_at is not None and not workdir_at.is_absolute():
             raise SandboxError(f"workdir_at must be an absolute path inside the container, not {workdir_at}")
         self.image = image
         self.workdir_at = workdir_at
+        self.env = dict(env or {})
 
     def open(
         self,
@@ -377,7 +383,7 @@ class DockerSandbox:
                 f"the sandbox image {image} is not built on this engine; run `meta-agent sandbox build-image`"
             )
         try:
-            return DockerSession(client, image, workdir, mounts, limits, network, self.workdir_at)
+            return DockerSession(client, image, workdir, mounts, limits, network, self.workdir_at, self.env)
         except BaseException:
             client.close()
             raise

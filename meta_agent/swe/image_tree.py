@@ -18,6 +18,7 @@ import io
 import os
 import re
 import shutil
+import sys
 import tarfile
 import uuid
 from collections.abc import Iterator
@@ -70,6 +71,22 @@ git add -A
 git -c user.name=task -c user.email=task@localhost commit -q --allow-empty --no-verify -m base
 """
 """A Harbor task's working directory has no history of its own to keep: a fresh repository holds it as `base`."""
+
+
+CONDA_ENV_BIN = "/opt/miniconda3/envs/testbed/bin"
+"""SWE-bench's images keep the project's environment in this conda env."""
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def image_env(client: docker.DockerClient, image: str) -> dict[str, str]:
+    """The PATH commands in the image run with: SWE-bench's conda env, the image's own PATH, and last the directory
+    of meta-agent's interpreter (bound in read-only), for images that bring no Python of their own. So a
+    policy's `python -m pytest` runs the project's interpreter, with the project's dependencies."""
+    env = client.images.get(image).attrs.get("Config", {}).get("Env") or []
+    path = next((str(e).split("=", 1)[1] for e in env if str(e).startswith("PATH=")), DEFAULT_PATH)
+    if len(path) > 4096 or "\x00" in path:
+        path = DEFAULT_PATH
+    return {"PATH": f"{CONDA_ENV_BIN}:{path}:{Path(sys.executable).parent}"}
 
 
 def image_workdir(client: docker.DockerClient, instance: SweInstance, image: str) -> str:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from meta_agent.swe.errors import SweTaskError
-from meta_agent.swe.image_tree import instance_tree
+from meta_agent.swe.image_tree import image_env, instance_tree
 from meta_agent.swe.instance import SweInstance
 from meta_agent.swe.layout import is_test_path
 from meta_agent.swe.task_images import require_image
@@ -93,7 +93,7 @@ def evaluate_in_image(instance: SweInstance, diff_text: str) -> PatchVerdict:
 
             mounts += [Mount(task_files(instance.harbor) / "tests", target=Path(HARBOR_TESTS)),
                        Mount(logs, read_only=False, target=Path(HARBOR_LOGS))]
-        sandbox = DockerSandbox(image=image, workdir_at=Path(workdir))
+        sandbox = DockerSandbox(image=image, workdir_at=Path(workdir), env=image_env(client, image))
         with sandbox.open(work, mounts=mounts, limits=IMAGE_EVAL_LIMITS) as session:
             if kept.strip():
                 error = ""

@@ -26,7 +26,7 @@ def open_instance_session(instance: SweInstance, dest: Path, sandbox: Sandbox, l
         session = sandbox.open(work, limits=limits)
         session.run(["bash", "-c", f"{GIT} init -q && {GIT} add -A && {GIT} commit -qm base"], timeout=60)
         return session
-    from meta_agent.swe.image_tree import instance_tree
+    from meta_agent.swe.image_tree import image_env, instance_tree
     from meta_agent.swe.task_images import require_image
     from sandboxes.docker import DockerSandbox
     from sandboxes.engine import docker_client
@@ -35,7 +35,8 @@ def open_instance_session(instance: SweInstance, dest: Path, sandbox: Sandbox, l
     try:
         image = require_image(client, instance)
         tree, workdir = instance_tree(client, instance, image)
+        env = image_env(client, image)
     finally:
         client.close()
     shutil.copytree(tree, dest, symlinks=True)
-    return DockerSandbox(image=image, workdir_at=Path(workdir)).open(dest, limits=limits)
+    return DockerSandbox(image=image, workdir_at=Path(workdir), env=env).open(dest, limits=limits)

@@ -217,6 +217,8 @@ def test_the_episode_server_runs_a_harness_episode_in_the_image(calc_set: SweIns
             return request(sock, {"op": "run", "episode": episode, "command": command, "timeout": 30})
 
         assert run("pwd; id -u")["output"].split() == ["/testbed", str(sandbox_uid())]
+        # the image's own interpreter (with the project's dependencies), not meta-agent's
+        assert str(run("command -v python")["output"]).strip() == "/usr/bin/python"
         assert "return a - b" in str(run("cat calc.py")["output"])
         assert str(run("git log --all --oneline | wc -l")["output"]).strip() == "1", "the fix commit is not there"
         assert run("python -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)'")["exit_code"] != 0
