@@ -88,7 +88,7 @@ class CloseReq(_Req):
 Request = TypeAdapter(Annotated[OpenReq | RunReq | DiffReq | TestReq | CloseReq, Field(discriminator="op")])
 
 
-class Refused(Exception):
+class RequestRefused(Exception):
     """A request the server will not carry out; its text goes back to the harness."""
 
 
@@ -194,14 +194,14 @@ class EpisodeServer:
         self.served += 1
         try:
             if len(line) > MAX_REQUEST_BYTES:
-                raise Refused(f"request over {MAX_REQUEST_BYTES} bytes")
+                raise RequestRefused(f"request over {MAX_REQUEST_BYTES} bytes")
             try:
                 request = Request.validate_json(line)
             except ValidationError as e:
                 first = e.errors()[0]
-                raise Refused(f"bad request: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+                raise RequestRefused(f"bad request: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
             return {"ok": True, **self._carry_out(request)}
-        except (Refused, SweTaskError, SandboxError) as e:
+        except (RequestRefused, SweTaskError, SandboxError) as e:
             return {"ok": False, "error": str(e)[:2000]}
         except Exception as e:  # one bad request never stops the server
             return {"ok": False, "error": f"{type(e).__name__}: {str(e)[:2000]}"}
@@ -209,14 +209,14 @@ class EpisodeServer:
     def _instance(self, task_id: str) -> SweInstance:
         instance = self.instances.get(task_id)
         if instance is None:
-            raise Refused(f"no train task {task_id[:200]!r} runs in an image here")
+            raise RequestRefused(f"no train task {task_id[:200]!r} runs in an image here")
         return instance
 
     def _episode(self, episode_id: str) -> _Episode:
         with self._lock:
             episode = self._episodes.get(episode_id)
         if episode is None:
-            raise Refused(f"no open episode {episode_id[:64]!r}")
+            raise RequestRefused(f"no open episode {episode_id[:64]!r}")
         return episode
 
     def _carry_out(self, request: Any) -> dict[str, Any]:
@@ -231,7 +231,7 @@ class EpisodeServer:
             done = self._episode(request.episode).session.run(
                 ["bash", "-c", "git add -A >/dev/null 2>&1; git diff --cached --binary"], timeout=60)
             if len(done.stdout) > MAX_DIFF_BYTES:
-                raise Refused(f"the episode's diff is over {MAX_DIFF_BYTES} bytes")
+                raise RequestRefused(f"the episode's diff is over {MAX_DIFF_BYTES} bytes")
             return {"diff": done.stdout if done.ok else ""}
         if isinstance(request, TestReq):
             from meta_agent.swe.image_verdict import evaluate_in_image
@@ -252,7 +252,7 @@ class EpisodeServer:
 
         with self._lock:
             if len(self._episodes) >= self.max_open:
-                raise Refused(f"{self.max_open} episodes are open already; close one first")
+                raise RequestRefused(f"{self.max_open} episodes are open already; close one first")
         episode_id = uuid.uuid4().hex
         workdir = self.work / episode_id / "testbed"
         session = open_instance_session(instance, workdir, DockerSandbox(), self.limits)
