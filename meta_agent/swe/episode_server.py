@@ -94,7 +94,6 @@ class RequestRefused(Exception):
 
 @dataclass
 class _Episode:
-    instance: SweInstance
     workdir: Path
     session: Session
 
@@ -146,7 +145,6 @@ class EpisodeServer:
         self._episodes: dict[str, _Episode] = {}
         self._lock = threading.Lock()
         self._server: _Server | None = None
-        self.served = 0
 
     def mounts(self) -> list[Mount]:
         return [Mount(self.dir)]
@@ -191,7 +189,6 @@ class EpisodeServer:
 
     def answer(self, line: bytes) -> dict[str, Any]:
         """One request's answer; never raises."""
-        self.served += 1
         try:
             if len(line) > MAX_REQUEST_BYTES:
                 raise RequestRefused(f"request over {MAX_REQUEST_BYTES} bytes")
@@ -257,7 +254,7 @@ class EpisodeServer:
         workdir = self.work / episode_id / "testbed"
         session = open_instance_session(instance, workdir, DockerSandbox(), self.limits)
         with self._lock:
-            self._episodes[episode_id] = _Episode(instance, workdir, session)
+            self._episodes[episode_id] = _Episode(workdir, session)
         return episode_id
 
 

@@ -100,7 +100,7 @@ def _slug(text: str) -> str:
     return slug or "task"
 
 
-def _tree_digest(path: Path) -> str:
+def tree_digest(path: Path) -> str:
     digest = hashlib.sha256()
     for file in sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink()):
         digest.update(str(file.relative_to(path)).encode() + b"\0")
@@ -154,7 +154,7 @@ def _kept(rows: list[dict[str, Any]], root: Path, name: str, split: Split, store
         if row.get("docker_image") and not row.get("dockerfile"):
             image = str(row["docker_image"])
         else:
-            image = f"meta-agent-harbor/{_slug(name)}.{task_id}:{_tree_digest(kept / 'environment')[:12]}"
+            image = f"meta-agent-harbor/{_slug(name)}.{task_id}:{tree_digest(kept / 'environment')[:12]}"
         spec = HarborSpec(task_dir=str(store / task_id), test_script=str(row["test_script"]),
                           workdir=row.get("workdir"), verifier_timeout_s=float(row.get("verifier_timeout_s") or 600.0))
         try:

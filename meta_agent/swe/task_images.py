@@ -45,9 +45,9 @@ class ImageNeed:
         if self.dockerfile is not None:
             return _sha(self.dockerfile)
         if self.context is not None:
-            from meta_agent.swe.harbor import _tree_digest
+            from meta_agent.swe.harbor import tree_digest
 
-            return _tree_digest(Path(self.context))
+            return tree_digest(Path(self.context))
         return None
 
 
