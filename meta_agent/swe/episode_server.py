@@ -264,11 +264,19 @@ def request(socket_path: Path, payload: dict[str, Any], timeout: float = 900.0) 
     with socket.socket(socket.AF_UNIX) as conn:
         conn.settimeout(timeout)
         conn.connect(str(socket_path))
-        conn.sendall(json.dumps(payload).encode() + b"\n")
+        try:
+            conn.sendall(json.dumps(payload).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a busy server answers and hangs up before it reads: its answer is still there to read
         data = b""
         while not data.endswith(b"\n"):
-            chunk = conn.recv(1 << 16)
+            try:
+                chunk = conn.recv(1 << 16)
+            except ConnectionResetError:
+                break
             if not chunk:
                 break
             data += chunk
+    if not data.endswith(b"\n"):
+        return {"ok": False, "error": "the server hung up without an answer"}
     return dict(json.loads(data))

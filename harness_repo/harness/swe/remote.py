@@ -32,14 +32,20 @@ def call(payload: dict[str, Any]) -> dict[str, Any]:
     with socket.socket(socket.AF_UNIX) as conn:
         conn.settimeout(TIMEOUT_S)
         conn.connect(path)
-        conn.sendall(json.dumps(payload).encode() + b"\n")
+        try:
+            conn.sendall(json.dumps(payload).encode() + b"\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a busy server answers and hangs up before it reads: its answer is still there to read
         data = b""
         while not data.endswith(b"\n"):
-            chunk = conn.recv(1 << 16)
+            try:
+                chunk = conn.recv(1 << 16)
+            except ConnectionResetError:
+                break
             if not chunk:
                 break
             data += chunk
-    answer = json.loads(data or b"{}")
+    answer = json.loads(data) if data.endswith(b"\n") else {"ok": False, "error": "the server hung up"}
     if not answer.get("ok"):
         raise RuntimeError(f"episode server refused {payload.get('op')}: {answer.get('error', 'no answer')}")
     return answer
