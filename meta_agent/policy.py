@@ -76,12 +76,12 @@ def smollm2_tokenizer() -> Any:
 
 def smollm2_policy() -> Path:
     """SmolLM2-135M-Instruct as plain fp32 safetensors (de-quantized from the package's GGUF once)."""
+    target = cache_dir() / "models" / "smollm2-135m-instruct"
+    if (target / "config.json").is_file():
+        return readable_by_sandboxes(target)  # no torch import: every evolve/resume process asks (~5 s)
     import torch
     from transformers import AutoModelForCausalLM
 
-    target = cache_dir() / "models" / "smollm2-135m-instruct"
-    if (target / "config.json").is_file():
-        return readable_by_sandboxes(target)
     gguf = _smollm2_gguf()
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # A GGUF load marks the model quantized; it is de-quantized already, so save it as a plain model.
@@ -97,12 +97,12 @@ def smollm2_policy() -> Path:
 
 def tiny_policy(seed: int = 0) -> Path:
     """A ~3M-parameter random Llama with SmolLM2's tokenizer: real training, instant steps, no skill."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     target = cache_dir() / "models" / f"tiny-llama-{seed}"
     if (target / "config.json").is_file():
         return readable_by_sandboxes(target)
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     tok = smollm2_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -23,31 +23,41 @@ from sandboxes import Limits, Sandbox
 
 SCAN = r"""
 import gzip, os, subprocess, sys
-needles = [line.rstrip("\n") for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
-readable = 0
-for top in os.listdir("/"):
-    if top in ("proc", "sys", "dev"):
-        continue
-    for dirpath, _dirs, filenames in os.walk("/" + top):
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if not os.access(path, os.R_OK):
-                continue
-            readable += 1
-            if name.endswith(".gz") and os.path.getsize(path) < 50_000_000:  # datasets ship compressed
-                try:
-                    text = gzip.open(path).read().decode("utf-8", "ignore")
-                except (OSError, EOFError):
-                    continue
-                for n in needles:
-                    if n in text:
-                        print("HIT", path, repr(n[:60]))
-print("readable", readable)
+needles_file = sys.argv[1]
+needles = [line.rstrip("\n") for line in open(needles_file, encoding="utf-8") if line.strip()]
+env = {**os.environ, "LC_ALL": "C"}  # byte matching: the needles are fixed strings, not text to collate
+# Every readable file of the filesystem but the kernel's own trees (find's -readable is the sandbox uid's view).
+listed = subprocess.run(["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", "-o", "-path", "/dev", ")",
+                         "-prune", "-o", "-type", "f", "-readable", "-print0"], capture_output=True, env=env).stdout
+paths = [p.decode("utf-8", "surrogateescape") for p in listed.split(b"\0") if p]
+print("readable", len(paths))
+# Datasets ship compressed: every .gz is decompressed and searched too, in one gzip stream (a process per file,
+# or Python's gzip, took 40 s over the ~28k manual pages and changelogs). A hit there is then found by file.
+archives = [p for p in paths if p.endswith(".gz") and os.path.getsize(p) < 50_000_000]
+unzip = subprocess.Popen(["xargs", "-0", "gzip", "-dcf"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env)
+search = subprocess.Popen(["grep", "-a", "-F", "-c", "-f", needles_file], stdin=unzip.stdout,
+                          stdout=subprocess.PIPE, env=env)
+unzip.stdout.close()
+unzip.stdin.write("\0".join(archives).encode("utf-8", "surrogateescape"))
+unzip.stdin.close()
+if int(search.communicate()[0] or b"0") > 0:
+    for path in archives:
+        try:
+            text = gzip.open(path).read().decode("utf-8", "ignore")
+        except (OSError, EOFError):
+            continue
+        for n in needles:
+            if n in text:
+                print("HIT", path, repr(n[:60]))
+unzip.wait()
+print("archives", len(archives))
 # grep -F matches many fixed strings at once (Aho-Corasick); -a reads binary files as text too.
-done = subprocess.run(["grep", "-r", "-a", "-F", "-o", "-f", sys.argv[1], "--exclude-dir=proc",
-                       "--exclude-dir=sys", "--exclude-dir=dev", "/"], capture_output=True, text=True, errors="replace")
+done = subprocess.run(["grep", "-r", "-a", "-F", "-o", "-f", needles_file, "--exclude-dir=proc",
+                       "--exclude-dir=sys", "--exclude-dir=dev", "/"], capture_output=True, text=True, errors="replace",
+                      env=env)
 for line in done.stdout.splitlines()[:20]:
-    if not line.startswith(sys.argv[1] + ":"):
+    if not line.startswith(needles_file + ":"):
         print("HIT", line[:300])
 """
 
@@ -85,6 +95,7 @@ def test_no_sealed_task_test_or_seed_is_readable_in_a_harness_session(
     assert result.exit_code == 0, result.stderr[-2000:]
     count = int(result.stdout.split("readable", 1)[1].split()[0])
     assert count > 1000, "the scan saw the environment (a check that sees nothing proves nothing)"
+    assert int(result.stdout.split("archives", 1)[1].split()[0]) > 100, "the scan decompressed the .gz files"
     hits = [line for line in result.stdout.splitlines() if line.startswith("HIT")][:20]
     assert not hits, "\n".join(hits)
 
