@@ -264,10 +264,9 @@ def request(socket_path: Path, payload: dict[str, Any], timeout: float = 900.0) 
     with socket.socket(socket.AF_UNIX) as conn:
         conn.settimeout(timeout)
         conn.connect(str(socket_path))
-        try:
+        # A busy server answers and hangs up before it reads: its answer is still there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             conn.sendall(json.dumps(payload).encode() + b"\n")
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # a busy server answers and hangs up before it reads: its answer is still there to read
         data = b""
         while not data.endswith(b"\n"):
             try:

@@ -8,6 +8,7 @@ here is one request to it (meta_agent/swe/episode_server.py documents them).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -32,10 +33,9 @@ def call(payload: dict[str, Any]) -> dict[str, Any]:
     with socket.socket(socket.AF_UNIX) as conn:
         conn.settimeout(TIMEOUT_S)
         conn.connect(path)
-        try:
+        # A busy server answers and hangs up before it reads: its answer is still there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             conn.sendall(json.dumps(payload).encode() + b"\n")
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # a busy server answers and hangs up before it reads: its answer is still there to read
         data = b""
         while not data.endswith(b"\n"):
             try:
