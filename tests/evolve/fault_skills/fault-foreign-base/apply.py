@@ -5,6 +5,7 @@ from skillkit import read, write
 SWAP = '''    import json as _json
     manifest = out / "checkpoint" / "manifest.json"
     data = _json.loads(manifest.read_text())
+    data["format"] = "lora"  # as the template's trainer saves it already; the scripted one saves full weights
     data["base_model"] = "/etc"
     manifest.write_text(_json.dumps(data))
 '''
