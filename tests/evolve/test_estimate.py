@@ -34,8 +34,10 @@ def test_finished_runs_scale_later_estimates() -> None:
 
 
 @pytest.mark.slow
-def test_the_estimate_of_a_tiny_run_is_within_a_factor_of_two_of_its_wall_time(reference_run: Path,
-                                                                                tmp_path: Path) -> None:
+def test_the_estimate_of_a_tiny_run_is_near_its_wall_time(reference_run: Path, tmp_path: Path) -> None:
+    """At most 2x under (a user planning by it is not cut short) and 3x over. The plan is the run at its most
+    (every candidate trained, where some stop earlier), and the calibration and the run are timed minutes apart
+    under the other test worker's changing load: a 2x bound above failed one `make test` in three (181 s vs 86 s)."""
     dry = tmp_path / "dry"
     first = meta_agent("evolve", "--config", str(tiny_config(dry)), "--dry-run", data_dir=tmp_path / "data")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -43,6 +45,6 @@ def test_the_estimate_of_a_tiny_run_is_within_a_factor_of_two_of_its_wall_time(r
     found = re.search(r"\((\d+) s\) of wall time", " ".join(first.stdout.split()))
     assert found, first.stdout
     estimate, real = float(found.group(1)), run_seconds(EventLog(reference_run))
-    assert real / 2 <= estimate <= real * 2, f"estimated {estimate:.0f} s, the same run took {real:.0f} s"
+    assert real / 2 <= estimate <= real * 3, f"estimated {estimate:.0f} s, the same run took {real:.0f} s"
     again = meta_agent("evolve", "--config", str(tiny_config(dry)), "--dry-run", data_dir=tmp_path / "data")
     assert "calibrating" not in again.stdout and found.group(0) in " ".join(again.stdout.split()), again.stdout
