@@ -28,6 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from meta_agent.backtest.replay import replay_evidence
+from meta_agent.backtest.static import static_evidence
 from meta_agent.verdicts import Kind, StageResult, TrainEvidence, Verdict
 
 
@@ -49,18 +51,15 @@ def ci_level(settings: GateSettings, tests_per_generation: int, generations: int
 def _measured(stages: list[StageResult]) -> tuple[Kind, str]:
     """(the kind the evidence says, and why it is not the replay's own measure when the diff says more)."""
     by_stage = {s.stage: s for s in stages}
-    replay = by_stage.get("replay")
-    kind = replay.metrics.get("measured_kind") if replay else None
-    if kind not in ("validity", "diagnostic", "performance"):
+    replay = replay_evidence(by_stage.get("replay"))
+    if replay is None:
         return "performance", ""
-    static = by_stage.get("static")
-    surfaces = static.metrics.get("surfaces") if static else None
-    training = surfaces.get("training") if isinstance(surfaces, dict) else None
-    if kind != "performance" and training:
-        shown = ", ".join(str(t) for t in training[:6]) + (f" and {len(training) - 6} more" if len(training) > 6
-                                                           else "")
+    kind = replay.measured_kind
+    static = static_evidence(by_stage.get("static"))
+    if kind != "performance" and static is not None and static.surfaces.training:
         return "performance", (f"; the replay measured a {kind} change, but its diff also changes what only training "
-                               f"shows ({shown}), so it is judged as a performance change")
+                               f"shows ({static.surfaces.describe_training()}), so it is judged as a performance "
+                               "change")
     return kind, ""
 
 
@@ -82,18 +81,18 @@ def decide(cand_id: str, declared: Literal["validity", "performance"], stages: l
     guard = _training_guard(train, settings)
     if guard is not None:
         return base.model_copy(update={"reason": f"{measured} change{note}: {guard}"})
-    if measured == "validity":
-        replay = by_stage["replay"].metrics
+    replay = replay_evidence(by_stage.get("replay"))
+    if measured == "validity" and replay is not None:
         return base.model_copy(update={"verdict": "promoted", "reason": (
-            f"validity change{note}: {replay['kind_reason']}; in its own training it paid "
+            f"validity change{note}: {replay.kind_reason}; in its own training it paid "
             f"{train.paid_rejected_share:.0%} of rollouts the verifier rejects "
             f"(control {train.control_paid_rejected_share:.0%})")})
     if measured == "diagnostic":
-        labels = by_stage["replay"].metrics.get("new_labels") or []
-        weak = [lab["reason"] for lab in labels if not lab["passed"]]
+        labels = replay.new_labels if replay is not None else []
+        weak = [lab.reason for lab in labels if not lab.passed]
         if labels and not weak:
             return base.model_copy(update={"verdict": "promoted", "reason": f"diagnostic{note}: "
-                                           + "; ".join(lab["reason"] for lab in labels)})
+                                           + "; ".join(lab.reason for lab in labels)})
         return base.model_copy(update={"reason": f"diagnostic{note} without evidence: " + "; ".join(weak)})
     return _performance(base, train, noise_floor, note)
 

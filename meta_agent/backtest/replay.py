@@ -56,6 +56,11 @@ class ReplayEvidence(BaseModel):
     kind_reason: str
 
 
+def replay_evidence(stage: StageResult | None) -> ReplayEvidence | None:
+    """A replay stage's evidence, or None where the replay failed before comparing (the harness crashed)."""
+    return ReplayEvidence.model_validate(stage.metrics) if stage is not None and stage.metrics else None
+
+
 def _agreement(replayed: dict[str, ReplayRecord], verified: dict[str, bool]) -> float:
     return sum((replayed[i].reward > 0) == v for i, v in verified.items()) / max(1, len(verified))
 

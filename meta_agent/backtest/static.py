@@ -10,12 +10,26 @@ import time
 from pathlib import Path
 
 import git
+from pydantic import BaseModel, ConfigDict
 
-from meta_agent.backtest.surfaces import classify
+from meta_agent.backtest.surfaces import ChangeSurfaces, classify
 from meta_agent.gitops import boundary_violations, changed_paths, export_tree, touched_protected
 from meta_agent.harness_runner import HarnessError, HarnessRunner
 from meta_agent.verdicts import StageResult
 from sandboxes import Limits, Sandbox
+
+
+class StaticEvidence(BaseModel):
+    """What the static stage measured of a diff that reached its selftest (the gate reads `surfaces`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    changed: list[str]
+    surfaces: ChangeSurfaces
+
+
+def static_evidence(stage: StageResult | None) -> StaticEvidence | None:
+    """A static stage's evidence, or None where it stopped before measuring (a protected path, a boundary)."""
+    return StaticEvidence.model_validate(stage.metrics) if stage is not None and stage.metrics else None
 
 
 def run_static(repo: git.Repo, base: str, commit: str, sandbox: Sandbox, limits: Limits, work: Path) -> StageResult:
@@ -29,7 +43,7 @@ def run_static(repo: git.Repo, base: str, commit: str, sandbox: Sandbox, limits:
         return StageResult(stage="static", passed=False, seconds=time.monotonic() - started,
                            reason=f"{'; '.join(violations)}; rejected before running anything")
     changed = changed_paths(repo, base, commit)
-    metrics = {"changed": changed, "surfaces": classify(repo, base, commit).model_dump()}
+    metrics = StaticEvidence(changed=changed, surfaces=classify(repo, base, commit)).model_dump(mode="json")
     workdir = export_tree(repo, commit, work)
     try:
         with HarnessRunner(sandbox, workdir, commit=commit, limits=limits) as runner:

@@ -16,6 +16,7 @@ import git
 from pydantic import ValidationError
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
+from meta_agent.backtest.replay import replay_evidence
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
 from meta_agent.contract import ReplayRecord, RolloutRecord, read_jsonl
@@ -373,5 +374,6 @@ def guard_labels(ctx: RunContext, g: int) -> list[str]:
     for stage in ctx.log.of_type(StageDone):
         gen = CandidateId.parse(stage.cand_id).g
         if stage.stage == "replay" and stage.cand_id in promoted and gen < g:
-            labels += [lab["label"] for lab in stage.metrics.get("new_labels", []) if lab.get("passed")]
+            evidence = replay_evidence(stage)
+            labels += [lab.label for lab in (evidence.new_labels if evidence else []) if lab.passed]
     return sorted(set(labels))

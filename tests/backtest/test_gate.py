@@ -9,14 +9,29 @@ from typing import Any
 import pytest
 
 from meta_agent.backtest.gate import GateSettings, ci_level, decide
+from meta_agent.backtest.labels import LabelEvidence
+from meta_agent.backtest.replay import MeasuredKind, ReplayEvidence
+from meta_agent.backtest.static import StaticEvidence
+from meta_agent.backtest.surfaces import ChangeSurfaces
 from meta_agent.verdicts import StageResult, TrainEvidence
 
 S = GateSettings()
 
 
-def _replay(kind: str, **extra: Any) -> StageResult:
-    metrics = {"measured_kind": kind, "kind_reason": f"measured {kind}", "new_labels": [], **extra}
-    return StageResult(stage="replay", passed=True, reason="ok", metrics=metrics)
+def _replay(kind: MeasuredKind, new_labels: list[LabelEvidence] | None = None) -> StageResult:
+    """A replay stage's evidence, built as the replay stage builds it (the model, dumped), so a field renamed on
+    either side fails here instead of passing unread."""
+    evidence = ReplayEvidence(
+        rollouts=40, probes=8, reward_flips=3, accepted_changed=0, rejected_gained=0, rejected_lost=3,
+        weights_changed=0, probes_gained=[], probes_rewarded_main=2, probes_rewarded_candidate=0,
+        agreement_main=0.8, agreement_candidate=0.9, new_labels=new_labels or [], measured_kind=kind,
+        kind_reason=f"measured {kind}")
+    return StageResult(stage="replay", passed=True, reason="ok", metrics=evidence.model_dump(mode="json"))
+
+
+def _label(name: str, passed: bool, reason: str) -> LabelEvidence:
+    return LabelEvidence(label=name, flagged=10, flagged_rejected=9, rejected=20, total=40, precision=0.9,
+                         base_rate=0.5, lift=0.4, recall=0.45, p_value=0.01, passed=passed, reason=reason)
 
 
 def _train(delta: float, low: float, high: float, *, reward: float = 0.5, control_reward: float = 0.5,
@@ -31,15 +46,16 @@ def _train(delta: float, low: float, high: float, *, reward: float = 0.5, contro
 
 
 def _static(*training: str) -> StageResult:
-    return StageResult(stage="static", passed=True, reason="ok",
-                       metrics={"surfaces": {"replayed": ["harness/math/rewards.py"], "training": list(training)}})
+    surfaces = ChangeSurfaces(replayed=["harness/math/rewards.py"], training=list(training))
+    evidence = StaticEvidence(changed=["harness/math/rewards.py"], surfaces=surfaces)
+    return StageResult(stage="static", passed=True, reason="ok", metrics=evidence.model_dump(mode="json"))
 
 
 OK = [StageResult(stage="implement", passed=True, reason="ok"), _static()]
 FLAT = _train(0.0, -0.1, 0.1, reward=0.4)
 """A validity fix's own training: no better on the sealed score, less reward paid than the control."""
-GOOD_LABEL = {"label": "hedge", "passed": True, "reason": "hedge: lift +0.50"}
-RANDOM_LABEL = {"label": "coin", "passed": False, "reason": "coin: precision 0.91 is not above the base rate 0.98"}
+GOOD_LABEL = _label("hedge", True, "hedge: lift +0.50")
+RANDOM_LABEL = _label("coin", False, "coin: precision 0.91 is not above the base rate 0.98")
 
 ROWS = [
     # (name, declared, stages, noise floor, verdict, stage, text in reason)
