@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from meta_agent.backtest.replay import replay_evidence
-from meta_agent.backtest.static import static_evidence
+from meta_agent.backtest.replay import ReplayEvidence, replay_evidence
+from meta_agent.backtest.static import StaticEvidence, static_evidence
 from meta_agent.verdicts import Kind, StageResult, TrainEvidence, Verdict
 
 
@@ -48,14 +48,11 @@ def ci_level(settings: GateSettings, tests_per_generation: int, generations: int
     return 1 - settings.family_alpha / (max(1, tests_per_generation) * max(1, generations))
 
 
-def _measured(stages: list[StageResult]) -> tuple[Kind, str]:
+def _measured(replay: ReplayEvidence | None, static: StaticEvidence | None) -> tuple[Kind, str]:
     """(the kind the evidence says, and why it is not the replay's own measure when the diff says more)."""
-    by_stage = {s.stage: s for s in stages}
-    replay = replay_evidence(by_stage.get("replay"))
     if replay is None:
         return "performance", ""
     kind = replay.measured_kind
-    static = static_evidence(by_stage.get("static"))
     if kind != "performance" and static is not None and static.surfaces.training:
         return "performance", (f"; the replay measured a {kind} change, but its diff also changes what only training "
                                f"shows ({static.surfaces.describe_training()}), so it is judged as a performance "
@@ -65,14 +62,15 @@ def _measured(stages: list[StageResult]) -> tuple[Kind, str]:
 
 def decide(cand_id: str, declared: Literal["validity", "performance"], stages: list[StageResult],
            noise_floor: float, settings: GateSettings) -> Verdict:
-    measured, why = _measured(stages)
+    by_stage = {s.stage: s for s in stages}
+    replay = replay_evidence(by_stage.get("replay"))
+    measured, why = _measured(replay, static_evidence(by_stage.get("static")))
     base = Verdict(cand_id=cand_id, verdict="rejected", stage="gate", reason="", kind=measured,
                    declared_kind=declared)
     failed = next((s for s in stages if not s.passed), None)
     if failed is not None:
         return base.model_copy(update={"stage": failed.stage, "reason": failed.reason})
     note = ("" if measured == declared else f" (declared {declared}, measured {measured})") + why
-    by_stage = {s.stage: s for s in stages}
     if "train" not in by_stage:
         return base.model_copy(update={"reason": f"{measured} change{note} that was not trained: nothing reaches "
                                                  "main untrained"})
@@ -81,7 +79,6 @@ def decide(cand_id: str, declared: Literal["validity", "performance"], stages: l
     guard = _training_guard(train, settings)
     if guard is not None:
         return base.model_copy(update={"reason": f"{measured} change{note}: {guard}"})
-    replay = replay_evidence(by_stage.get("replay"))
     if measured == "validity" and replay is not None:
         return base.model_copy(update={"verdict": "promoted", "reason": (
             f"validity change{note}: {replay.kind_reason}; in its own training it paid "

@@ -3,11 +3,13 @@ none of these requests gets as far as a container)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,12 +27,19 @@ def _raw(sock: Path, data: bytes) -> dict[str, object]:
         return dict(json.loads(conn.makefile("rb").readline()))
 
 
-def _harness_call(sock: Path, payload: dict[str, object]) -> dict[str, object]:
-    """The template's own client, as harness code calls it."""
+@functools.cache
+def _harness_client() -> Any:
+    """The template's own client module, loaded from its file (harness code cannot import meta-agent)."""
     spec = importlib.util.spec_from_file_location("remote", harness_template() / "harness" / "swe" / "remote.py")
     assert spec and spec.loader
     remote = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(remote)
+    return remote
+
+
+def _harness_call(sock: Path, payload: dict[str, object]) -> dict[str, object]:
+    """One request through the template's client, as harness code makes it."""
+    remote = _harness_client()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(remote.SOCKET_ENV, str(sock))
         try:
