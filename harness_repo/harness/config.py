@@ -34,8 +34,10 @@ class RLSettings(BaseModel):
     mask_truncated_completions: bool = False
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     gradient_checkpointing: bool = False
-    generation: Literal["transformers", "vllm"] = Field(
-        "transformers", description="vllm: TRL's use_vllm, colocate mode (a CUDA GPU and vLLM installed)")
+    generation: Literal["merged", "transformers", "vllm"] = Field(
+        "merged", description="merged: TRL's generate on a LoRA-merged copy in the training dtype "
+        "(harness/merged_policy.py); transformers: TRL's generate on the trained model itself; vllm: TRL's "
+        "use_vllm, colocate mode (a CUDA GPU and vLLM installed)")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=0.95, description="GPU memory vLLM may take")
 
 

@@ -115,6 +115,7 @@ def train(
             peft_config=peft_config,
             scorer=HarnessScorer(domain, cfg, by_id),
             rollouts_out=rollouts,
+            merged_dtype=training_dtype(cfg.rl.precision) if cfg.rl.generation == "merged" else None,
             callbacks=[MetricsCallback(metrics, trainer_ref, progress)],
             **extra,
         )

@@ -17,8 +17,25 @@ from trl import GRPOTrainer
 from harness.config import HarnessConfig
 from harness.domain import DomainModule
 from harness.io import JsonlAppender, harness_commit, rollout_record
+from harness.merged_policy import MergedPolicy
 from harness.rollout import Rollout, Scored
 from harness.scoring import score_batch
+
+
+def score_completion_rows_only() -> None:
+    """Have TRL's fused LM head project only the completion positions, on every device.
+
+    TRL's chunked log-prob head (trl.trainer.utils, `fused_lm_head`) drops prompt and padding rows before
+    the vocabulary projection only where Triton runs (CUDA, XPU); elsewhere it projects every position and
+    masks afterwards, so on a CPU the prompt's rows cost a full vocabulary matmul forward and backward
+    (3-4x the completion's). Its reason (a varying row count recompiles Neuron's fixed tiles) does not
+    apply to eager CPUs, and the rows it keeps give the same log-probs. TRL's own name for the switch is
+    `_use_triton`; in trl.trainer.utils it decides nothing else.
+    """
+    import trl.trainer.utils as trl_utils
+
+    if hasattr(trl_utils, "_use_triton"):
+        trl_utils._use_triton = lambda device: True
 
 
 def _text(message: Any) -> str:
@@ -81,12 +98,32 @@ def weight_advantages(out: dict[str, Any], weights: list[float]) -> torch.Tensor
 
 
 class HarnessGRPOTrainer(GRPOTrainer):
-    def __init__(self, *args: Any, scorer: HarnessScorer, rollouts_out: JsonlAppender, **kw: Any) -> None:
+    def __init__(self, *args: Any, scorer: HarnessScorer, rollouts_out: JsonlAppender,
+                 merged_dtype: torch.dtype | None = None, **kw: Any) -> None:
+        score_completion_rows_only()
         super().__init__(*args, reward_funcs=[scorer], **kw)
         self.scorer = scorer
         self.scorer.eos_ids = set(self.eos_token_ids) | {self._tokenizer.pad_token_id}
         self.rollouts_out = rollouts_out
         self.kept_frac: list[float] = []
+        # rl.generation: merged samples with a merged copy of the policy (harness/merged_policy.py)
+        self.merged = (MergedPolicy(self.accelerator.unwrap_model(self.model), merged_dtype)
+                       if merged_dtype is not None and not self.use_vllm else None)
+
+    def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
+                              has_tool_images: bool = False) -> Any:
+        """TRL's own generation, with the merged copy standing in for the trained model while it samples."""
+        plain = self.merged is None or self.use_transformers_continuous_batching or images or multimodal_fields
+        if plain:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        trained = self.model_wrapped
+        self.model_wrapped = self.merged.sync()
+        try:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        finally:
+            self.model_wrapped = trained
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = super()._generate_and_score_completions(inputs)

@@ -120,8 +120,9 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
 
     def rollout_func(prompts: list[list[dict[str, str]]], trainer: Any) -> dict[str, Any]:
         tok = trainer.processing_class
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        bf16 = bool(getattr(getattr(trainer, "args", None), "bf16", False))
+        merged = getattr(trainer, "merged", None)  # rl.generation merged: sample with the merged copy
+        model = merged.sync() if merged is not None else trainer.accelerator.unwrap_model(trainer.model)
+        bf16 = merged is None and bool(getattr(getattr(trainer, "args", None), "bf16", False))
         wrapper = ObservationWrapper(tok)
         eos_ids = set(trainer.eos_token_ids)
         scratch = Path(tempfile.mkdtemp(prefix="episodes-"))

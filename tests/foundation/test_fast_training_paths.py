@@ -1,0 +1,156 @@
+"""The harness's two training speed-ups keep what the policy computes (issue #43).
+
+- `rl.generation: merged` samples with a LoRA-merged copy of the policy (harness/merged_policy.py). The copy
+  must compute what the trained policy computes at the moment it samples, follow every update, and be
+  a real copy even when accelerate has wrapped the policy's forward in autocast.
+- TRL's fused log-prob head projects only completion rows (harness.trainer.score_completion_rows_only):
+  the log-probs and entropies must be those of the full projection.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness_repo"))
+
+
+def _tiny_llama(seed: int = 0) -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def _lora(model: torch.nn.Module) -> torch.nn.Module:
+    from peft import LoraConfig, get_peft_model
+
+    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    _train_step(peft, 0.05)
+    return peft
+
+
+@torch.no_grad()
+def _train_step(model: torch.nn.Module, scale: float) -> None:
+    """What an optimizer step does to a LoRA policy: its adapter weights move (B starts at zero)."""
+    for name, p in model.named_parameters():
+        if "lora_" in name:
+            p.add_(scale * torch.randn_like(p))
+
+
+def _logits(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=ids).logits.float()
+
+
+IDS = torch.tensor([[5, 9, 13, 2, 40, 41], [7, 7, 8, 60, 61, 62]])
+
+
+def test_the_merged_copy_computes_what_the_lora_policy_computes_and_follows_its_updates() -> None:
+    from harness.merged_policy import MergedPolicy
+
+    policy = _lora(_tiny_llama())
+    merged = MergedPolicy(policy, torch.float32)
+    assert torch.allclose(_logits(merged.sync(), IDS), _logits(policy, IDS), atol=1e-5)
+    _train_step(policy, 0.5)  # a training step the copy has not seen yet
+    stale = _logits(merged.model, IDS)
+    assert not torch.allclose(stale, _logits(policy, IDS), atol=1e-3), "the copy must be a copy, not the policy"
+    assert torch.allclose(_logits(merged.sync(), IDS), _logits(policy, IDS), atol=1e-5)
+
+
+def test_a_full_finetune_policy_is_followed_too() -> None:
+    from harness.merged_policy import MergedPolicy
+
+    policy = _tiny_llama()
+    merged = MergedPolicy(policy, torch.float32)
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    assert torch.allclose(_logits(merged.sync(), IDS), _logits(policy, IDS), atol=1e-5)
+
+
+def test_the_copy_runs_itself_when_trl_and_accelerate_have_wrapped_the_policys_forward() -> None:
+    """TRL's fused log-prob head (on the base model under the adapter) and accelerate's mixed precision (on
+    the prepared model) each replace a module's `forward` with a closure over the ORIGINAL module; a deep
+    copy that kept them ran the trained model (the first version of this path did: same samples, no
+    speed-up)."""
+    import trl.trainer.utils as trl_utils
+    from accelerate import Accelerator
+
+    from harness.merged_policy import MergedPolicy
+
+    peft = _lora(_tiny_llama())
+    trl_utils.add_fused_lm_head(peft.get_base_model(), temperature=1.0, cast_lm_head_to_fp32=False,
+                                outputs=("log_probs", "entropy"))
+    policy = Accelerator(cpu=True, mixed_precision="bf16").prepare(peft)
+    assert "forward" in policy.__dict__ and "forward" in peft.get_base_model().__dict__  # what this is about
+    merged = MergedPolicy(policy, torch.bfloat16)
+    copy = merged.sync()
+    assert "forward" not in copy.__dict__
+    assert next(copy.parameters()).dtype == torch.bfloat16
+    before = _logits(copy, IDS)
+    _train_step(policy, 5.0)
+    assert torch.equal(_logits(copy, IDS), before), "the unsynced copy moved with the policy: it runs the policy"
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = _logits(policy, IDS)
+    got = _logits(merged.sync(), IDS)
+    assert (got - want).abs().max() < 0.1 * want.abs().max()  # bf16 weights vs bf16 autocast: close, not equal
+
+
+def test_the_merged_copy_samples_a_policys_completion() -> None:
+    from harness.merged_policy import MergedPolicy
+
+    policy = _lora(_tiny_llama())
+    merged = MergedPolicy(policy, torch.float32).sync()
+    with torch.no_grad():
+        want = policy.generate(input_ids=IDS, max_new_tokens=6, do_sample=False, pad_token_id=0)
+        got = merged.generate(input_ids=IDS, max_new_tokens=6, do_sample=False, pad_token_id=0)
+    assert torch.equal(got, want)
+
+
+@pytest.fixture
+def fused_head(monkeypatch: pytest.MonkeyPatch):
+    """TRL's fused log-prob head on a tiny model, with the rows each call projects recorded."""
+    import trl.trainer.utils as trl_utils
+
+    rows: list[int] = []
+    real = trl_utils._ChunkedLogProbFunction
+
+    class Recording:
+        @staticmethod
+        def apply(hidden: torch.Tensor, *a: object) -> object:
+            rows.append(hidden.shape[0])
+            return real.apply(hidden, *a)
+
+    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", Recording)
+    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
+    model = _tiny_llama()
+    trl_utils.add_fused_lm_head(model, temperature=1.0, cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy"))
+    labels = IDS.clone()
+    labels[:, :4] = -100  # a 4-token prompt, 2 completion tokens per row
+    labels[1, 5] = -100  # and one padded position
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            out = model(input_ids=IDS, labels=labels, fused_lm_head=True)
+        keep = labels[:, 1:] != -100
+        return out.log_probs[keep], out.entropy[keep]
+
+    return run, rows
+
+
+def test_the_log_prob_head_projects_only_completion_rows_with_the_same_results(fused_head) -> None:
+    from harness.trainer import score_completion_rows_only
+
+    run, rows = fused_head
+    full_logps, full_entropy = run()
+    assert rows == [IDS.shape[0] * (IDS.shape[1] - 1)]  # TRL on a CPU: every position
+    score_completion_rows_only()
+    logps, entropy = run()
+    assert rows[-1] == 3  # the three completion tokens, nothing else
+    assert torch.allclose(logps, full_logps, atol=1e-5) and torch.allclose(entropy, full_entropy, atol=1e-5)
