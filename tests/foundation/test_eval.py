@@ -56,3 +56,30 @@ def test_splits_are_deterministic() -> None:
 )
 def test_verifier(completion: str, gold: str, ok: bool) -> None:
     assert answers_match(extract_answer(completion), gold) is ok
+
+
+def test_the_fast_evaluation_path_answers_as_the_plain_one(tiny_policy: Path, small_math: MathDomain) -> None:
+    """The evaluator's fast path (a static KV cache, what it uses on a CUDA GPU) gives the plain path's
+    answers, token for token, on the tiny policy, with the evaluator's own prompts, padding and lengths.
+    A batch of 5 leaves a ragged last batch, and prompts of different lengths pad every batch. The tiny
+    policy's weights are redrawn larger first: as initialised it echoes the prompt's last token (a newline)
+    for every prompt, and equal answers would prove nothing."""
+    import torch
+
+    from meta_agent.domains.math import EVAL_SYSTEM, MathSettings
+    from meta_agent.inference import greedy_chat
+    from meta_agent.policy import load_for_inference
+
+    model, tok = load_for_inference(tiny_policy)
+    draw = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.copy_(torch.randn(p.shape, generator=draw) * 0.2)
+    tasks = small_math.tasks("train")[:12]
+    convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
+    tokens = MathSettings().eval_max_new_tokens
+    plain = greedy_chat(model, tok, convs, max_new_tokens=tokens, batch_size=5, static_cache=False)
+    fast = greedy_chat(model, tok, convs, max_new_tokens=tokens, batch_size=5, static_cache=True)
+    assert len(plain) == len(convs) and len(set(plain)) > len(convs) // 2  # answers that differ per prompt
+    assert fast == plain

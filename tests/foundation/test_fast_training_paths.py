@@ -154,3 +154,16 @@ def test_the_log_prob_head_projects_only_completion_rows_with_the_same_results(f
     logps, entropy = run()
     assert rows[-1] == 3  # the three completion tokens, nothing else
     assert torch.allclose(logps, full_logps, atol=1e-5) and torch.allclose(entropy, full_entropy, atol=1e-5)
+
+
+def test_the_merged_copys_head_is_handed_contiguous_rows() -> None:
+    """At the first decode step the model hands its head a strided view (the last position of each row);
+    torch's CPU matmul then broadcast the head's weight to every row, about 1 s per SmolLM2 generation."""
+    from harness.merged_policy import MergedPolicy
+
+    merged = MergedPolicy(_lora(_tiny_llama()), torch.float32).sync()
+    seen: list[bool] = []
+    merged.get_output_embeddings().register_forward_hook(lambda m, args, out: seen.append(args[0].is_contiguous()))
+    with torch.no_grad():
+        merged.generate(input_ids=IDS, max_new_tokens=3, do_sample=False, pad_token_id=0)
+    assert len(seen) == 3 and all(seen)
