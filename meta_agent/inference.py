@@ -1,11 +1,4 @@
-"""Batched chat generation for the sealed evaluators (CPU or GPU, transformers): greedy or sampled.
-
-On a CUDA GPU generation uses a static KV cache (the fast path): on an H200, greedy fp32 decoding of
-SmolLM2-135M ran 1.3-1.4x faster with the same tokens as the dynamic cache (bench/results/gpu-path/). On
-a CPU the static cache measured slower (0.91x) and is not used. transformers would compile the decode step
-of a static cache on CUDA; that is switched off: compiling took 25-42 s per batch shape, more than a
-whole evaluation of a few hundred tasks.
-"""
+"""Batched chat generation for the sealed evaluators (CPU or GPU, transformers): greedy or sampled."""
 
 from __future__ import annotations
 
@@ -24,11 +17,9 @@ def chat_generate(
     temperature: float | None = None,
     seed: int = 0,
     on_batch: Callable[[int], None] | None = None,
-    static_cache: bool | None = None,
 ) -> list[list[str]]:
     """`n` assistant texts per conversation, in order: greedy when `temperature` is None, else sampled
-    (seeded, so an evaluation is reproducible on one machine). `batch_size` counts sequences.
-    `static_cache` None: on a CUDA device only (see the module's docstring)."""
+    (seeded, so an evaluation is reproducible on one machine). `batch_size` counts sequences."""
     import torch
 
     if temperature is not None:
@@ -36,8 +27,6 @@ def chat_generate(
     texts = [tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
     sampling: dict[str, Any] = ({"do_sample": False} if temperature is None else
                                 {"do_sample": True, "temperature": temperature, "top_p": 1.0})
-    if static_cache if static_cache is not None else model.device.type == "cuda":
-        sampling.update(cache_implementation="static", disable_compile=True)
     out: list[list[str]] = []
     per_batch = max(1, batch_size // n)
     for start in range(0, len(texts), per_batch):
@@ -54,12 +43,10 @@ def chat_generate(
 
 
 def greedy_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
-                batch_size: int = 16, on_batch: Callable[[int], None] | None = None,
-                static_cache: bool | None = None) -> list[str]:
+                batch_size: int = 16, on_batch: Callable[[int], None] | None = None) -> list[str]:
     """Complete each conversation greedily; returns the assistant texts in order."""
     return [texts[0] for texts in chat_generate(model, tokenizer, conversations, max_new_tokens=max_new_tokens,
-                                                batch_size=batch_size, on_batch=on_batch,
-                                                static_cache=static_cache)]
+                                                batch_size=batch_size, on_batch=on_batch)]
 
 
 def evaluator_chat(model: Any, tokenizer: Any, conversations: Sequence[list[dict[str, str]]], *,

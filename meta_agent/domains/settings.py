@@ -18,8 +18,19 @@ class MathSettings(BaseModel):
     selection_size: int = Field(100, ge=1, description="sealed tasks for backtests and promotion decisions")
     test_size: int = Field(100, ge=1, description="sealed tasks evaluated once at the end of a run")
     eval_max_new_tokens: int = Field(48, ge=1, description="greedy tokens per evaluation answer")
-    eval_batch_size: int = Field(16, ge=1)
+    eval_batch_size: int = Field(default_factory=lambda: math_eval_batch(), ge=1, description=(
+        "prompts the evaluator decodes together; default 64 where the run starts on a machine with an "
+        "NVIDIA GPU (3.7x the prompts/s of 16 on an H200, the same answers), else 16 (64 measured 0.84x on "
+        "a 2-core CPU)"))
     evaluator: EvaluatorSettings = EvaluatorSettings()
+
+
+def math_eval_batch() -> int:
+    """The math evaluator's batch where none is configured. Decided once, where the run's config is read
+    (the run saves it, so evaluation shards and a resumed run decode the same batches)."""
+    from sandboxes.gpu import has_gpu
+
+    return 64 if has_gpu() else 16
 
 
 SourceName = Literal["humaneval", "codeio"]
