@@ -36,11 +36,12 @@ def main() -> None:
 
     def reward(prompts: list[Any], completions: list[Any], completion_ids: list[list[int]], **kw: Any) -> list[float]:
         tokens.append(sum(len(c) for c in completion_ids))
-        return [float(spec["answers"][i % len(spec["answers"])] in str(c)) for i, c in enumerate(completions)]
+        return [0.0 for _ in completions]  # the work per step does not depend on the reward
 
     stock = spec["stock"]
     args = GRPOConfig(
-        output_dir=spec["scratch"], max_steps=spec["steps"], per_device_train_batch_size=spec["generations"],
+        output_dir=spec["scratch"], max_steps=spec["steps"],
+        per_device_train_batch_size=spec["generations"] * spec.get("prompts_per_step", 1),
         num_generations=spec["generations"], max_completion_length=spec["max_tokens"], learning_rate=2e-5,
         use_cpu=True, logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=True, seed=0,
         shuffle_dataset=False, beta=0.0,

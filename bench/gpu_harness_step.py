@@ -103,9 +103,18 @@ class Results:
 
 def compare(d: dict[str, Any]) -> None:
     runs = d.get("runs", [])
-    harness = [r for r in runs if r["kind"] == "harness" and r.get("step_s")]
+    timed = [r for r in runs if r["kind"] == "harness" and r.get("step_s")]
+    harness = [r for r in timed if "transformers" not in r["name"]]
+    old_path = [r for r in timed if "transformers" in r["name"]]  # rl.generation: transformers
     bare = {r["name"]: r for r in runs if r["kind"] == "bare" and r.get("step_s")}
     c: dict[str, Any] = {}
+    if old_path:
+        c["old_path_step_s"] = statistics.median(r["step_s"] for r in old_path)
+        if harness:
+            c["ratio_harness_over_old_path"] = statistics.median(r["step_s"] for r in harness) / c["old_path_step_s"]
+        b = bare.get("bare TRL, natural lengths")
+        if b:
+            c["ratio_old_path_vs_bare_natural"] = c["old_path_step_s"] / b["step_s"]
     if harness:
         h_step = statistics.median(r["step_s"] for r in harness)
         h_tok = [r["tokens_per_step"] for r in harness if r.get("tokens_per_step")]
@@ -157,6 +166,11 @@ def markdown(d: dict[str, Any]) -> str:
             f"{fmt(r.get('completion_tokens_per_s'), '.0f')} | {fmt(r.get('wall_s'), '.1f')} |")
     lines += ["", "## Ratio", ""]
     if c:
+        if c.get("old_path_step_s"):
+            lines += [f"- rl.generation transformers (the old path) s/step: {fmt(c.get('old_path_step_s'))}; "
+                      f"harness (rl.generation merged) / old path: {fmt(c.get('ratio_harness_over_old_path'), '.3f')}"
+                      f"; old path / bare TRL (natural lengths, the same sampling path): "
+                      f"{fmt(c.get('ratio_old_path_vs_bare_natural'), '.3f')}"]
         lines += [f"- harness s/step (median over harness runs): {fmt(c.get('harness_step_s'))}",
                   f"- harness / bare TRL (natural lengths, the fair comparison): "
                   f"{fmt(c.get('ratio_step_vs_bare_natural'), '.3f')} s/step ratio; "
@@ -411,7 +425,8 @@ def main() -> None:
     ap.add_argument("--timed", type=int, default=None, help="default 8 (smoke: 2)")
     ap.add_argument("--budget-s", type=float, default=280, help="the repeat harness run is skipped past this")
     ap.add_argument("--plan", default="harness,bare,bare-forced,harness",
-                    help="runs in order: harness | bare | bare-forced (a second harness is the repeat)")
+                    help="runs in order: harness | harness-transformers (rl.generation: transformers, the "
+                         "old sampling path) | bare | bare-forced (a second harness is the repeat)")
     a = ap.parse_args()
     if not a.smoke and not torch.cuda.is_available():  # `make bench` on a CPU machine: say so, stop nothing
         print(f"{Path(__file__).name}: no CUDA GPU here, nothing measured (this benchmark is for a GPU; "
@@ -469,14 +484,24 @@ def main() -> None:
         res.error("set-up")
         return
 
+    import yaml
+
+    try:  # the same harness sampling with the trained model itself, as it did before rl.generation: merged
+        old_repo = work / "harness-transformers"
+        shutil.copytree(repo, old_repo)
+        raw_old = dict(raw, rl={**raw.get("rl", {}), "generation": "transformers"})
+        (old_repo / "harness.yaml").write_text(yaml.safe_dump(raw_old, sort_keys=False))
+    except Exception:
+        res.error("set-up (harness-transformers)")
     names = {"harness": ("harness", "harness (python -m harness train)", None),
+             "harness-transformers": ("harness", "harness, rl.generation transformers (the old path)", None),
              "bare": ("bare", "bare TRL, natural lengths", False),
              "bare-forced": ("bare", "bare TRL, forced full length", True)}
     plan, seen = [], set()
     for key in a.plan.split(","):
         kind, name, force = names[key.strip()]
         if name in seen:
-            name = "harness, repeat" if kind == "harness" else f"{name}, repeat"
+            name = f"{name}, repeat"
         seen.add(name)
         plan.append((kind, name, force))
     for i, (kind, name, force) in enumerate(plan):
@@ -485,7 +510,8 @@ def main() -> None:
             continue
         try:
             if kind == "harness":
-                harness_run(res, name, repo, policy, tasks, work / f"out{i}", steps=steps, warmup=warmup,
+                where = old_repo if "transformers" in name else repo
+                harness_run(res, name, where, policy, tasks, work / f"out{i}", steps=steps, warmup=warmup,
                             timeout=max(60.0, deadline - time.monotonic() + 30))
             else:
                 bare_run(res, name, repo, policy, tasks, device=device, steps=steps, warmup=warmup,
