@@ -105,7 +105,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, 67-84 min a seed here; gpu: sized for one GPU (not yet measured)")
+                         "cores, about 61 min a seed here; gpu: sized for one GPU (not yet measured)")
     ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--seed", type=at_least(0), action="append", metavar="N",
                     help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
