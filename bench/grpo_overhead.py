@@ -69,12 +69,12 @@ def prompt_tokens(model_dir: Path, conversations: list[list[dict[str, str]]]) ->
             for c in conversations]
 
 
-def run_bare(policy: Path, tasks: list[Task], convs: list[list[dict[str, str]]], steps: int, stock: bool,
+def run_bare(policy: Path, convs: list[list[dict[str, str]]], steps: int, stock: bool,
              precision: str) -> tuple[list[float], list[int]]:
     with tempfile.TemporaryDirectory() as scratch:
         spec = {"model": str(policy), "steps": steps, "generations": GENERATIONS, "prompts_per_step": PROMPTS,
                 "max_tokens": MAX_TOKENS, "stock": stock, "precision": precision, "scratch": scratch,
-                "answers": [t.answer for t in tasks], "conversations": convs}
+                "conversations": convs}
         out = subprocess.run([sys.executable, str(ROOT / "bench" / "_bare_grpo.py"), json.dumps(spec)],
                              capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -137,7 +137,7 @@ def main() -> None:
     by_id = {t.id: t for t in tasks}
     ordered = [by_id[i] for i in order]  # the bare run gets the harness's prompts in the harness's order
     convs = [build_messages(t.model_dump()) for t in ordered]
-    b_times, b_ctoks = run_bare(policy, ordered, convs, args.steps, stock=False, precision=precision)
+    b_times, b_ctoks = run_bare(policy, convs, args.steps, stock=False, precision=precision)
     ptoks = prompt_tokens(policy, convs)
     b_tokens = [c + GENERATIONS * sum(ptoks[PROMPTS * s: PROMPTS * (s + 1)]) for s, c in enumerate(b_ctoks)]
     arms["bare TRL"] = (b_times, b_tokens)
@@ -162,7 +162,7 @@ def main() -> None:
           "overhead; <= 0.5 the faster step)")
     print(f"RATIO harness/harness-old (the sampling change alone) = {total['harness'] / total['harness-old']:.3f}")
     if args.stock:
-        s_times, s_ctoks = run_bare(policy, ordered, convs, 2, stock=True, precision=precision)
+        s_times, s_ctoks = run_bare(policy, convs, 2, stock=True, precision=precision)
         s_tok = s_ctoks[-1] + GENERATIONS * sum(ptoks[PROMPTS: 2 * PROMPTS])
         rate = 6 * params * s_tok / s_times[-1]
         print(f"stock TRL settings (bf16, gradient checkpointing): {s_times[-1]:.2f} s/step; FLOP rate "
