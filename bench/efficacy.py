@@ -1,20 +1,29 @@
-"""Does evolving the harness beat leaving it alone? Four arms per seed, scored on the sealed test split.
+"""Does evolving the harness beat the expert one? Evolution starts from the reference harness (the way the
+field sets up GRPO for a small model with LoRA, bench/efficacy_lib/reference.py) and is compared with it, and
+with two search controls, at equal policy compute, on a test split no one tuned on.
 
     python bench/efficacy.py --preset cpu [--seeds 3] [--out runs/efficacy-cpu]
     python bench/efficacy.py --preset tiny --seeds 1          # the machinery on the tiny policy, minutes
-    # an ablation, paired task by task with an earlier benchmark of yours (the same seed's sealed splits;
-    # secrets stay in your local results folder, never in git: the committed tables' splits were
-    # published by mistake and are spent, so new measurements draw fresh ones):
+    python bench/efficacy.py --preset cpu --proposer llm --model openai/my-model --api-base http://host:8000/v1
+    # an ablation, paired task by task with an earlier benchmark of yours (the same seed's sealed splits):
     python bench/efficacy.py --preset cpu --seed 2 --archive-parents 0 \
         --splits-from runs/efficacy-cpu --out runs/efficacy-cpu-no-archive
     python bench/efficacy.py --compare mine=runs/efficacy-cpu ablation=runs/efficacy-cpu-no-archive
 
-Per seed, from the same initial policy and starting harness (math):
-  evolved       `meta-agent evolve` (skills proposer), the policy trained under the evolving main
-  static        the starting harness, same policy steps and completions (the evolve run's control arm)
-  reference     a hand-set GRPO harness (bench/efficacy_lib/reference.py), same policy steps
-  static_total  the starting harness for the evolve run's *total* steps (its policy + candidate backtests
-                + noise reruns): what the search's extra compute buys when spent on plain training
+Per seed, from the same initial policy (bench/efficacy_lib/arms.py says how each arm is run):
+  evolved            `meta-agent evolve` from the reference (the proposer under test)
+  reference          the reference with the same steps and completions (that run's control arm)
+  reference_total    the reference for the evolve run's total steps (policy + backtests + noise reruns)
+  random_search      the same search with `--proposer random` (skills and parameters drawn blind)
+  blind_bundle       the reference plus every seed skill whose trigger fires, applied at once
+  retrained          the final evolved harness trained again from the initial policy
+  reference_rollout  the reference trained the same way; reference_again: with another seed (noise floor)
+  template           the template harness (context)
+  without-<change>   the final harness without one of its top merged changes (leave-one-out)
+
+Each seed draws a fresh sealed secret (its splits) the first time it runs, kept in OUT/seed-N/data and
+named in the report only by its fingerprint; --splits-from is the one way to reuse one. Score a table's
+test split once: choose settings on the selection split or on seeds you then discard.
 
 Every arm's per-task results are saved in OUT/seed-N/results/<arm>.json, and the report (OUT/report.md,
 report.json) is computed from them alone: for the seeds of this invocation and every seed finished earlier in
@@ -37,44 +46,50 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.efficacy_lib.arms import SeedArms, stop_on_sigterm  # noqa: E402
+from bench.efficacy_lib.arms import SeedArms  # noqa: E402
+from bench.efficacy_lib.commands import stop_on_sigterm  # noqa: E402
 from bench.efficacy_lib.finished import check_settings, finished_seeds  # noqa: E402
 from bench.efficacy_lib.report import EfficacyReport, build, compare, render, seed_report  # noqa: E402
 from bench.efficacy_lib.splits import adopt, fingerprint  # noqa: E402
 from meta_agent.errors import UserError  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 
-MATH_EVAL = {"train_size": 200, "selection_size": 100, "test_size": 60}
+MATH_EVAL = {"train_size": 200, "selection_size": 100, "test_size": 200, "sealed_levels": {1: 0.4, 2: 0.4, 3: 0.2}}
+"""200 test tasks: the 95% CI of a paired difference is about +-0.05 wide where 60 gave +-0.10. No level-4
+(word problem) tasks in the sealed splits: every arm of every seed scored 0 of 6 on them in the template-start
+benchmark (bench/results/efficacy-cpu-archive), so they only dilute a difference; level 3 stays with a small
+share (the reference solved 1 of 45 there)."""
 PRESETS: dict[str, dict[str, Any]] = {
     # The machinery, not a measurement: seconds of training on a 3M-parameter random model.
     "tiny": {"policy": "tiny", "generations": 1, "candidates": 1, "train_steps": 1, "noise_reruns": 1,
-             "selection_limit": 6, "test_limit": 6,
+             "selection_limit": 6, "test_limit": 6, "leave_one_out": 1,
              "math": {"train_size": 24, "selection_size": 6, "test_size": 6, "eval_max_new_tokens": 6}},
-    # SmolLM2-135M with LoRA on 2 CPU cores (about 11 s per GRPO step). 100 selection tasks (about 45 s per
-    # evaluation, 16 s for 30): after 8 steps the reference settings gained 19 and lost 2 of 100, a paired
-    # 98.3% CI of [+0.077, +0.280]; on 30 tasks of the same draw, 4 and 0, a CI of [0, +0.300] that no gate
-    # can pass (bench/results/policy-movement-reference, table-100.md vs table.md). The confirmation rung
-    # (16 more steps for the best unpromoted candidate) is what let the recipe pass: +0.030 [-0.040, +0.100]
-    # after 8 steps, +0.120 [+0.030, +0.210] after 24 (bench/results/efficacy-cpu-sel100-confirm). It doubles
-    # a seed's time (about 85 min instead of 47). One archive parent per generation costs nothing (it takes one
-    # of the K slots) and found the winner on the seed where the default search merged nothing: 2 of 3 seeds
-    # with a CI above 0 instead of 1 (bench/results/efficacy-cpu-archive vs efficacy-cpu-slot, same splits).
+    # SmolLM2-135M with LoRA on 2 CPU cores (about 8 s per GRPO step). 100 selection tasks (about 45 s per
+    # evaluation): after 8 steps the reference settings gained 19 and lost 2 of 100 against the template, a
+    # paired 98.3% CI of [+0.077, +0.280]; on 30 tasks, 4 and 0, a CI no gate can pass
+    # (bench/results/policy-movement-reference). The confirmation rung (16 more steps for the best unpromoted
+    # candidate) and one archive parent per generation are the search settings the template-start benchmark
+    # kept (bench/results/efficacy-cpu-archive).
     "cpu": {"policy": "smollm2", "generations": 3, "candidates": 2, "train_steps": 8, "noise_reruns": 1,
-            "confirm_steps": 16, "archive_parents": 1, "selection_limit": 100, "test_limit": 60, "math": MATH_EVAL},
+            "confirm_steps": 16, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
+            "leave_one_out": 2, "math": MATH_EVAL},
     # One GPU: longer generations, more candidates, larger splits (not yet measured).
     "gpu": {"policy": "smollm2", "generations": 6, "candidates": 4, "train_steps": 40, "noise_reruns": 1,
-            "archive_parents": 1, "selection_limit": 100, "test_limit": 300,
-            "math": {"train_size": 2000, "selection_size": 100, "test_size": 300}},
+            "archive_parents": 1, "selection_limit": 100, "test_limit": 300, "leave_one_out": 3,
+            "math": {"train_size": 2000, "selection_size": 100, "test_size": 300,
+                     "sealed_levels": MATH_EVAL["sealed_levels"]}},
 }
-
-
-def arm_settings(preset_name: str, sandbox: str, **search: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def arm_settings(preset_name: str, sandbox: str, llm: dict[str, Any] | None = None, **search: Any
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(what `rollout` and `eval` take, the evolve arm's config): the preset, with the search settings given
     on the command line (None: the preset's)."""
     preset = PRESETS[preset_name]
     common = {"domain": "math", "policy": preset["policy"], "sandbox": {"backend": sandbox}, "math": preset["math"]}
     chosen = {k: v for k, v in search.items() if v is not None}
-    return common, {**common, "proposer": "skills", **preset, **chosen}
+    evolve = {**common, "proposer": "skills", **{k: v for k, v in preset.items() if k != "leave_one_out"}, **chosen}
+    if llm:
+        evolve["llm"] = llm
+    return common, evolve
 
 
 def at_least(low: int) -> Callable[[str], int]:
@@ -98,14 +113,17 @@ def saved_report(folder: Path) -> EfficacyReport:
     try:
         return EfficacyReport.model_validate_json(path.read_text())
     except ValueError as e:
-        raise UserError(f"{path} is not an efficacy report ({str(e).splitlines()[0]})") from None
+        raise UserError(f"{path} is not an efficacy report of this benchmark ({str(e).splitlines()[0]}); one written "
+                        f"before evolution started from the reference has its table in report.md") from None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, about 61 min a seed here; gpu: sized for one GPU (not yet measured)")
+                         "cores, about 2.5 h a seed here (two evolve runs of about 40 min, eight trainings of 24 "
+                         "steps, one of the search's total steps: estimated from its parts); gpu: sized for one "
+                         "GPU (not yet measured)")
     ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--seed", type=at_least(0), action="append", metavar="N",
                     help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
@@ -125,7 +143,15 @@ def main() -> None:
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
     ap.add_argument("--archive-parents", type=at_least(0), default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
+    ap.add_argument("--proposer", choices=("skills", "llm"), default="skills",
+                    help="the evolve arm's proposer: skills (default, offline) or llm (needs --model)")
+    ap.add_argument("--model", help="litellm model for --proposer llm, e.g. openai/Qwen2.5-7B-Instruct")
+    ap.add_argument("--api-base", help="OpenAI-compatible base URL for --model (a local vLLM or llama.cpp server)")
     args = ap.parse_args()
+    if args.proposer == "llm" and not args.model:
+        ap.error("--proposer llm needs --model (and --api-base for a local server)")
+    if args.model and args.proposer != "llm":
+        ap.error("--model is for --proposer llm")
     if args.compare:
         rows = []
         for item in args.compare:
@@ -142,16 +168,18 @@ def main() -> None:
     out = (args.out or Path("runs") / f"efficacy-{args.preset}").resolve()
     out.mkdir(parents=True, exist_ok=True)
     preset = PRESETS[args.preset]
-    common, settings = arm_settings(args.preset, args.sandbox, confirm_steps=args.confirm_steps,
-                                    archive_parents=args.archive_parents)
+    llm = {k: v for k, v in (("model", args.model), ("api_base", args.api_base)) if v}
+    common, settings = arm_settings(args.preset, args.sandbox, llm, confirm_steps=args.confirm_steps,
+                                    archive_parents=args.archive_parents, proposer=args.proposer)
     run_config, evolve_config = out / "run.yaml", out / "evolve.yaml"
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
     atomic_write_text(evolve_config, yaml.safe_dump(settings))
-    search = {k: settings.get(k, 0) for k in ("confirm_steps", "archive_parents")}
+    search = {k: settings.get(k, 0) for k in ("proposer", "confirm_steps", "archive_parents")}
     chosen_seeds = sorted(set(args.seed)) if args.seed else list(range(args.seeds))
     seeds = []
     for seed in chosen_seeds:
-        arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"])
+        arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"],
+                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox)
         check_settings(arms.dir, settings)
         if args.splits_from:
             adopt(arms.dir, args.splits_from.resolve())

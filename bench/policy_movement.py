@@ -34,7 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.efficacy_lib.arms import run_meta_agent  # noqa: E402
+from bench.efficacy_lib.commands import run_meta_agent  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.gitops import init_harness  # noqa: E402

@@ -217,9 +217,9 @@ class EvolveConfig(RunConfig):
 
     @model_validator(mode="after")
     def _coder_needs_llm(self) -> EvolveConfig:
-        if self.llm.coder != "builtin" and self.proposer == "skills":
-            raise ValueError(f"--coder {self.llm.coder} needs --proposer llm: the skills proposer applies skills "
-                             f"itself and runs no coding agent")
+        if self.llm.coder != "builtin" and self.proposer in ("skills", "random"):
+            raise ValueError(f"--coder {self.llm.coder} needs --proposer llm: the {self.proposer} proposer applies "
+                             f"skills itself and runs no coding agent")
         return self
 
     @model_validator(mode="after")

@@ -1,7 +1,7 @@
 """The seeds an earlier invocation finished in the same results folder, for the report to cover them too.
 
 `bench/efficacy.py --seed 0` runs one seed, but its report covers every seed of `--out` that is finished
-(all four per-task results and its wall.json saved) and was run with the same settings: running the seeds
+(every arm's per-task results and its wall.json saved) and was run with the same settings: running the seeds
 one session at a time builds up one report instead of replacing it with each seed's own. A seed run with
 other settings (say, before `--archive-parents` was changed) is left out and named, never mixed in.
 """
@@ -35,8 +35,12 @@ def differing(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
 
 
 def saved_run(seed_dir: Path) -> SeedRun | None:
+    """The seed's record (wall.json) when it has one this benchmark can read."""
     wall = seed_dir / "wall.json"
-    return SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
+    try:
+        return SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
+    except ValueError:  # finished by the earlier benchmark (template start, four arms)
+        return None
 
 
 def recorded_settings(seed_dir: Path, run: SeedRun | None) -> dict[str, Any] | None:
@@ -74,7 +78,7 @@ def finished_seeds(out: Path, skip: set[int], settings: dict[str, Any]
     for seed in sorted(set(numbered) - skip):
         seed_dir = numbered[seed]
         run = saved_run(seed_dir)
-        if run is None or not saved(seed_dir):
+        if run is None or not saved(seed_dir, run.arms()):
             continue  # unfinished: the command that runs it reports it
         theirs = recorded_settings(seed_dir, run)
         if theirs is None:

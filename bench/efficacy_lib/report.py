@@ -1,20 +1,22 @@
 """The benchmark's numbers, computed only from the saved per-task results (`seed-N/results/<arm>.json`).
 
-Per seed: each arm's test accuracy and the paired difference evolved - other arm, with a 95% CI from
-resampling test tasks (the same tasks in every arm, so per-task difficulty cancels) and the exact
-McNemar test on the tasks the two arms disagree on. Across seeds: the mean and the interquartile mean
-of each difference with stratified bootstrap CIs over seeds (rliable), and the hierarchical bootstrap
-(seeds, then tasks within each seed), whose interval also carries each seed's task noise.
+Per seed: each arm's test accuracy (overall and per difficulty level), and for each comparison the paired
+difference with a 95% CI from resampling test tasks (the same tasks in every arm, so per-task difficulty
+cancels) and the exact McNemar test on the tasks the two arms disagree on. Across seeds: the mean and
+interquartile mean of each difference with stratified bootstrap CIs over seeds (rliable), and the
+hierarchical bootstrap (seeds, then tasks within each seed), whose interval also carries each seed's task
+noise. The noise floor is a comparison of its own: the reference trained twice with different seeds.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bench.efficacy_lib.arms import ARMS, SeedRun
+from bench.efficacy_lib.arms import SeedRun, without_arm
 from bench.efficacy_lib.splits import fingerprint
 from meta_agent.domains.base import EvalResult
 from meta_agent.stats import (
@@ -27,24 +29,42 @@ from meta_agent.stats import (
     stratified_bootstrap_ci,
 )
 
-COMPARISONS = ("static", "reference", "static_total")
-"""evolved - each of these."""
+REPORT_VERSION = 2
+"""2: evolution starts from the reference harness, with search controls, retraining and leave-one-out."""
+COMPARISONS: dict[str, tuple[str, str]] = {
+    "evolved - reference": ("evolved", "reference"),
+    "evolved - reference at total compute": ("evolved", "reference_total"),
+    "evolved - random search": ("evolved", "random_search"),
+    "evolved - blind bundle": ("evolved", "blind_bundle"),
+    "retrained - reference": ("retrained", "reference_rollout"),
+    "noise floor (reference - reference, 2 seeds)": ("reference_rollout", "reference_again"),
+    "reference - template": ("reference", "template"),
+}
+"""Every seed's comparisons: treatment - control, paired over test tasks."""
+MAIN = "evolved - reference"
+LEVEL = re.compile(r"-L(\d+)-")
+
+
+class Paired(BaseModel):
+    delta: Interval
+    mcnemar: McNemar
+    differences: list[float]
+    """treatment - control per test task, in task-id order: what the hierarchical bootstrap resamples."""
 
 
 class SeedReport(BaseModel):
     seed: int
     accuracy: dict[str, float]
+    by_level: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """arm -> level -> accuracy (levels read from the task ids, `-L<n>-`)."""
+    level_sizes: dict[str, int] = Field(default_factory=dict)
     n_tasks: int
-    delta: dict[str, Interval]
-    """evolved - arm, paired over test tasks."""
-    mcnemar: dict[str, McNemar] = Field(default_factory=dict)
-    """evolved vs arm: exact McNemar over the same tasks (empty in reports written before it was recorded)."""
-    differences: dict[str, list[float]] = Field(default_factory=dict)
-    """evolved - arm per test task, in task-id order: what the hierarchical bootstrap resamples."""
+    paired: dict[str, Paired]
+    """Each comparison of COMPARISONS, and `retrained - without-<cand>` for each change left out."""
     run: SeedRun
     splits: str | None = None
     """The fingerprint of the seed's sealed secret (efficacy/splits.py): rows that share it were scored on the
-    same test tasks. None in reports written before it was recorded."""
+    same test tasks. The secret itself is never in the report."""
 
 
 class Summary(BaseModel):
@@ -53,106 +73,157 @@ class Summary(BaseModel):
     seeds_above_zero: int
     """Seeds whose per-seed CI lies entirely above 0."""
     seeds: int
-    hierarchical: Interval | None = None
-    """Mean over seeds with the hierarchical bootstrap CI (seeds, then tasks); None for older reports."""
+    hierarchical: Interval
 
 
 class EfficacyReport(BaseModel):
+    version: int = REPORT_VERSION
     domain: str
     preset: str
     seeds: list[SeedReport]
     summary: dict[str, Summary]
     search: dict[str, Any] = Field(default_factory=dict)
-    """The evolve arm's search settings (confirm_steps, archive_parents, ...) this report measured."""
+    """The evolve arm's search settings (proposer, confirm_steps, archive_parents, ...) this report measured."""
 
 
-def load_results(seed_dir: Path) -> dict[str, EvalResult]:
+def load_results(seed_dir: Path, arms: tuple[str, ...]) -> dict[str, EvalResult]:
     return {arm: EvalResult.model_validate_json((seed_dir / "results" / f"{arm}.json").read_text())
-            for arm in ARMS}
+            for arm in arms}
+
+
+def level_of(task_id: str) -> str:
+    m = LEVEL.search(task_id)
+    return m.group(1) if m else "all"
 
 
 def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
-    results = load_results(seed_dir)
+    results = load_results(seed_dir, run.arms())
     per_task = {arm: r.per_task() for arm, r in results.items()}
     ids = sorted(set.intersection(*(set(p) for p in per_task.values())))
     if not ids or any(len(p) != len(ids) for p in per_task.values()):
         raise ValueError(f"{seed_dir}: the arms were not scored on the same test tasks")
+    levels = sorted({level_of(i) for i in ids})
     accuracy = {arm: sum(p[i] for i in ids) / len(ids) for arm, p in per_task.items()}
-    evolved = [per_task["evolved"][i] for i in ids]
-    arms = {other: [per_task[other][i] for i in ids] for other in COMPARISONS}
-    delta = {other: paired_bootstrap_ci(evolved, scores) for other, scores in arms.items()}
-    return SeedReport(seed=run.seed, accuracy=accuracy, n_tasks=len(ids), delta=delta, run=run,
-                      splits=fingerprint(seed_dir),
-                      mcnemar={other: mcnemar_exact(evolved, scores) for other, scores in arms.items()},
-                      differences={other: [e - c for e, c in zip(evolved, scores, strict=True)]
-                                   for other, scores in arms.items()})
+    by_level = {arm: {lv: sum(p[i] for i in ids if level_of(i) == lv) / sum(1 for i in ids if level_of(i) == lv)
+                      for lv in levels} for arm, p in per_task.items()}
+    pairs = dict(COMPARISONS)
+    pairs.update({f"retrained - {arm}": ("retrained", arm) for arm in run.left_out})
+    paired = {}
+    for name, (treatment, control) in pairs.items():
+        a, b = [per_task[treatment][i] for i in ids], [per_task[control][i] for i in ids]
+        paired[name] = Paired(delta=paired_bootstrap_ci(a, b), mcnemar=mcnemar_exact(a, b),
+                              differences=[x - y for x, y in zip(a, b, strict=True)])
+    return SeedReport(seed=run.seed, accuracy=accuracy, by_level=by_level, n_tasks=len(ids), paired=paired,
+                      level_sizes={lv: sum(1 for i in ids if level_of(i) == lv) for lv in levels}, run=run,
+                      splits=fingerprint(seed_dir))
 
 
 def build(domain: str, preset: str, seeds: list[SeedReport], search: dict[str, Any] | None = None
           ) -> EfficacyReport:
     summary = {}
-    for other in COMPARISONS:
-        values = [s.delta[other].mean for s in seeds]
-        nested = [s.differences[other] for s in seeds if s.differences.get(other)]
-        summary[other] = Summary(mean=stratified_bootstrap_ci({domain: values}, "mean"),
-                                 iqm=stratified_bootstrap_ci({domain: values}, "iqm"),
-                                 seeds_above_zero=sum(1 for s in seeds if s.delta[other].low > 0), seeds=len(seeds),
-                                 hierarchical=hierarchical_bootstrap_ci(nested) if len(nested) == len(seeds)
-                                 else None)
+    for name in COMPARISONS:
+        values = [s.paired[name].delta.mean for s in seeds]
+        summary[name] = Summary(mean=stratified_bootstrap_ci({domain: values}, "mean"),
+                                iqm=stratified_bootstrap_ci({domain: values}, "iqm"),
+                                seeds_above_zero=sum(1 for s in seeds if s.paired[name].delta.low > 0),
+                                seeds=len(seeds),
+                                hierarchical=hierarchical_bootstrap_ci([s.paired[name].differences for s in seeds]))
     return EfficacyReport(domain=domain, preset=preset, seeds=seeds, summary=summary, search=search or {})
 
 
+def targets(report: EfficacyReport) -> list[str]:
+    """The efficacy claim's targets, each met or not, from the summary."""
+    s = report.summary
+    main = s[MAIN].hierarchical
+    controls = [name for name in ("evolved - random search", "evolved - blind bundle") if s[name].mean.mean <= 0]
+    code_loo = [(sr.seed, c.cand_id) for sr in report.seeds for c in sr.run.changes
+                if c.kind == "code" and f"retrained - {without_arm(c.cand_id)}" in sr.paired
+                and sr.paired[f"retrained - {without_arm(c.cand_id)}"].delta.mean > 0]
+
+    def said(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    return [f"- evolved - reference above 0 with the hierarchical CI's lower bound above 0 ({main}): "
+            f"{said(main.low > 0)}",
+            f"- evolved above both search controls on average: {said(not controls)}"
+            + (f" (not above: {', '.join(controls)})" if controls else ""),
+            f"- retrained evolved harness above the reference ({s['retrained - reference'].hierarchical}): "
+            f"{said(s['retrained - reference'].mean.mean > 0)}",
+            f"- a merged code change that carries part of the gain by leave-one-out: {said(bool(code_loo))}"
+            + (f" ({', '.join(f'seed {seed} {cand}' for seed, cand in code_loo)})" if code_loo else "")]
+
+
+def _arms_line(s: SeedReport) -> str:
+    c, w = s.run.compute, s.run.wall_s
+    return "; ".join(f"{arm} {s.accuracy[arm]:.3f} ({c[arm].steps} steps, {c[arm].completions} completions, "
+                     f"{w.get('evolve' if arm in ('evolved', 'reference') else arm, 0) / 60:.1f} min)"
+                     for arm in s.run.arms())
+
+
 def render(report: EfficacyReport) -> str:
-    lines = [f"# Efficacy: {report.domain}, preset {report.preset}, {len(report.seeds)} seed(s)", "",
-             "Test accuracy per arm, and evolved - arm (paired over test tasks, 95% CI).", "",
-             "| seed | evolved | static | reference | static, total compute | evolved - static | "
-             "evolved - reference | evolved - static total | policy steps (evolved/static/reference/total) | "
-             "search steps | wall min (evolve/reference/total) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for s in report.seeds:
-        a, c, w = s.accuracy, s.run.compute, s.run.wall_s
-        steps = "/".join(str(c[arm].steps) for arm in ARMS)
-        walls = "/".join(f"{w.get(k, 0) / 60:.1f}" for k in ("evolve", "reference", "static_total"))
-        lines.append(f"| {s.seed} | {a['evolved']:.3f} | {a['static']:.3f} | {a['reference']:.3f} | "
-                     f"{a['static_total']:.3f} | {s.delta['static']} | {s.delta['reference']} | "
-                     f"{s.delta['static_total']} | {steps} | {s.run.search.steps} | {walls} |")
-    lines += ["", "Where each seed's evolve generations spent their time (the rest of the evolve arm's wall time is "
-              "the static arm and the final test evaluations):", ""]
-    for s in report.seeds:
-        t = s.run.evolve_time
-        if t:
-            rest = t["wall"] - t["train"] - t["eval"] - t["proposer"]
-            lines.append(f"- seed {s.seed}: {t['wall'] / 60:.1f} min: training {t['train'] / 60:.1f}, evaluation "
-                         f"{t['eval'] / 60:.1f}, proposer {t['proposer'] / 60:.1f}, other {rest / 60:.1f}")
-    if any(s.mcnemar for s in report.seeds):
-        lines += ["", "Exact McNemar per seed (tasks evolved wins-loses against the arm, two-sided p):", "",
-                  "| seed | " + " | ".join(f"vs {o}" for o in COMPARISONS) + " |", "|---|---|---|---|"]
-        for s in report.seeds:
-            lines.append(f"| {s.seed} | " + " | ".join(str(s.mcnemar.get(o, "-")) for o in COMPARISONS) + " |")
-    lines += ["", "Across seeds (95% CIs: stratified bootstrap over seed means, as rliable; hierarchical bootstrap "
-              "over seeds and then tasks, which also carries each seed's task noise):", "",
-              "| evolved - | mean | IQM | hierarchical | seeds with CI above 0 |", "|---|---|---|---|---|"]
-    for other, m in report.summary.items():
-        lines.append(f"| {other} | {m.mean} | {m.iqm} | {m.hierarchical or '-'} | {m.seeds_above_zero}/{m.seeds} |")
-    lines += ["", "Not in these intervals: training noise (two trainings of one harness can differ by a few "
-              "tasks; docs/evolve.md, Repeatability)."]
+    seeds = report.seeds
+    lines = [f"# Efficacy: {report.domain}, preset {report.preset}, {len(seeds)} seed(s)", "",
+             "Evolution starts from the reference harness; every arm starts from the same initial policy and is "
+             "scored on the seed's sealed test split (named by its secret's fingerprint, never the secret).", "",
+             "## Across seeds", "",
+             "95% CIs: stratified bootstrap over seed means (rliable); hierarchical bootstrap over seeds and then "
+             "tasks, which also carries each seed's task noise.", "",
+             "| comparison | mean | IQM | hierarchical | seeds with CI above 0 |", "|---|---|---|---|---|"]
+    for name, m in report.summary.items():
+        lines.append(f"| {name} | {m.mean} | {m.iqm} | {m.hierarchical} | {m.seeds_above_zero}/{m.seeds} |")
+    lines += ["", "## Targets", "", *targets(report), "", "## Per seed", "",
+              "| seed | splits | tasks | " + " | ".join(COMPARISONS) + " |",
+              "|---|---|---|" + "---|" * len(COMPARISONS)]
+    for s in seeds:
+        lines.append(f"| {s.seed} | {s.splits or '?'} | {s.n_tasks} | "
+                     + " | ".join(f"{s.paired[n].delta} {s.paired[n].mcnemar}" for n in COMPARISONS) + " |")
+    lines += ["", "Cells: mean difference [95% paired bootstrap CI] and exact McNemar (wins-losses, p).", ""]
+    for s in seeds:
+        levels = list(s.level_sizes)
+        lines += [f"### Seed {s.seed}", "", f"Arms (accuracy, policy compute, wall): {_arms_line(s)}.", "",
+                  "| arm | " + " | ".join(f"level {lv} ({s.level_sizes[lv]})" for lv in levels) + " |",
+                  "|---|" + "---|" * len(levels)]
+        for arm, per in s.by_level.items():
+            lines.append(f"| {arm} | " + " | ".join(f"{per[lv]:.3f}" for lv in levels) + " |")
+        search = s.run.search
+        lines += ["", f"Search compute besides the policy: evolve {search['evolved'].steps} steps, random search "
+                  f"{search['random_search'].steps} steps. Random search merged: "
+                  f"{'; '.join(s.run.random_merged) or 'nothing'}."]
+        if s.run.bundle is not None:
+            b = s.run.bundle
+            lines.append(f"Blind bundle: triggered {', '.join(b.triggered) or 'none'}; applied "
+                         f"{', '.join(b.applied) or 'none'}" + (f"; already in the reference: {', '.join(b.already)}"
+                                                                 if b.already else "")
+                         + (f"; could not apply: {', '.join(b.failed)}" if b.failed else "") + ".")
+        lines += ["", "| merged change | gate delta | kind | touched | retrained - without it |",
+                  "|---|---|---|---|---|"] if s.run.changes else ["", "The search merged nothing."]
+        for c in s.run.changes:
+            loo = s.paired.get(f"retrained - {without_arm(c.cand_id)}")
+            why = s.run.not_left_out.get(c.cand_id)
+            cell = f"{loo.delta} {loo.mcnemar}" if loo else (f"not removable: {why}" if why else "not left out")
+            delta = f"{c.delta:+.3f}" if c.delta is not None else "?"
+            lines.append(f"| {c.cand_id}: {c.title} | {delta} | {c.kind} | {', '.join(c.parts)} | {cell} |")
+        lines.append("")
+    lines += ["Not in these intervals: that a seed's search and its controls are single runs; the noise-floor row "
+              "is what two trainings of one harness differ by."]
     return "\n".join(lines) + "\n"
 
 
 def compare(rows: list[tuple[str, EfficacyReport]]) -> str:
     """One line per (search setting, seed): the ablation table of the search's parts, from saved reports.
     Rows of one seed are paired only if they share its splits; a footnote says when they do not."""
-    lines = ["| search | seed | splits | evolved | static | reference | evolved - static | evolved - reference | "
-             "merged | search steps |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| search | seed | splits | evolved | reference | random search | evolved - reference | "
+             "evolved - random search | merged | search steps |", "|---|---|---|---|---|---|---|---|---|---|"]
     splits: dict[int, list[str | None]] = {}
     for label, report in rows:
         for s in report.seeds:
             a = s.accuracy
             merged = "; ".join(s.run.merged) or "nothing"
             splits.setdefault(s.seed, []).append(s.splits)
-            lines.append(f"| {label} | {s.seed} | {s.splits or '?'} | {a['evolved']:.3f} | {a['static']:.3f} | "
-                         f"{a['reference']:.3f} | {s.delta['static']} | {s.delta['reference']} | {merged} | "
-                         f"{s.run.search.steps} |")
+            lines.append(f"| {label} | {s.seed} | {s.splits or '?'} | {a['evolved']:.3f} | {a['reference']:.3f} | "
+                         f"{a['random_search']:.3f} | {s.paired[MAIN].delta} | "
+                         f"{s.paired['evolved - random search'].delta} | {merged} | "
+                         f"{s.run.search['evolved'].steps} |")
     unpaired = sorted(seed for seed, names in splits.items()
                       if len(names) > 1 and (len(set(names)) > 1 or None in names))
     if unpaired:
@@ -162,4 +233,4 @@ def compare(rows: list[tuple[str, EfficacyReport]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["EfficacyReport", "build", "compare", "iqm", "render", "seed_report"]
+__all__ = ["EfficacyReport", "build", "compare", "iqm", "render", "seed_report", "targets"]

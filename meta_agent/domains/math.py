@@ -114,11 +114,21 @@ class MathDomain:
             self._cache[split] = self._build(split, earlier)
         return self._cache[split]
 
+    def _levels(self, split: Split) -> list[tuple[int, str, dict[str, Any], float]]:
+        """The levels of a split with their shares: LEVELS, or for a sealed split `sealed_levels` when set."""
+        mix = self.settings.sealed_levels
+        if split == "train" or not mix:
+            return LEVELS
+        total = sum(mix.values())
+        return [(level, dataset, overrides, mix.get(level, 0.0) / total)
+                for level, dataset, overrides, _ in LEVELS if mix.get(level, 0.0) > 0]
+
     def _build(self, split: Split, exclude: set[str]) -> list[Task]:
         total = self._size(split)
         out: list[Task] = []
-        for level, dataset, overrides, share in LEVELS:
-            want = max(1, round(total * share)) if level < len(LEVELS) else total - len(out)
+        levels = self._levels(split)
+        for level, dataset, overrides, share in levels:
+            want = max(1, round(total * share)) if level != levels[-1][0] else total - len(out)
             # Over-generate so that dropping duplicates of earlier splits still fills the quota.
             pool = _generate(level, dataset, overrides, want * 3 + 10, split_seed(split) + level, split)
             seen: set[str] = set()

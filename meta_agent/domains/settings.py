@@ -22,7 +22,24 @@ class MathSettings(BaseModel):
         "prompts the evaluator decodes together; default 64 where the run starts on a machine with an "
         "NVIDIA GPU (3.7x the prompts/s of 16 on an H200, the same answers), else 16 (64 measured 0.84x on "
         "a 2-core CPU)"))
+    sealed_levels: dict[int, float] | None = Field(None, description=(
+        "share of each difficulty level (1-4) in the selection and test splits, e.g. {1: 0.4, 2: 0.4, 3: 0.2} "
+        "to leave out a level every arm scores 0 on; default: the train split's mix (35/30/25/10%)"))
     evaluator: EvaluatorSettings = EvaluatorSettings()
+
+    @field_validator("sealed_levels")
+    @classmethod
+    def _levels_exist(cls, mix: dict[int, float] | None) -> dict[int, float] | None:
+        if mix is None:
+            return None
+        unknown = sorted(set(mix) - {1, 2, 3, 4})
+        if unknown:
+            raise ValueError(f"sealed_levels: no difficulty level {unknown[0]} (the math tasks have levels 1-4)")
+        if any(not (share >= 0 and share < float("inf")) for share in mix.values()):
+            raise ValueError("sealed_levels: each share is a finite number of at least 0")
+        if sum(mix.values()) <= 0:
+            raise ValueError("sealed_levels: at least one level needs a share above 0")
+        return mix
 
 
 def math_eval_batch() -> int:

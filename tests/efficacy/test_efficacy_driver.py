@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from bench.efficacy_lib.arms import ARMS, ARMS_RECORD, ArmRecords, SeedRun
+from bench.efficacy_lib.arms import ARMS_RECORD, FIXED_ARMS, ArmRecords, SeedRun
 from bench.efficacy_lib.compute import Compute
-from bench.efficacy_lib.report import EfficacyReport, SeedReport, compare
+from bench.efficacy_lib.report import COMPARISONS, EfficacyReport, Paired, SeedReport, compare
 from bench.efficacy_lib.splits import adopt, fingerprint
 from meta_agent.domains.base import EvalResult, TaskResult
 from meta_agent.errors import UserError
-from meta_agent.stats import Interval
+from meta_agent.stats import Interval, mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "efficacy.py"
@@ -58,14 +58,13 @@ def test_an_ablation_takes_each_seeds_splits_from_the_benchmark_it_is_compared_w
 
 
 def _report(seed: int, splits: str | None, evolved: float) -> EfficacyReport:
-    zero = Compute(steps=1, completions=8, runs=1)
-    run = SeedRun(seed=seed, compute={a: zero for a in ("evolved", "static", "reference", "static_total")},
-                  search=zero, wall_s={})
+    one = Compute(steps=1, completions=8, runs=1)
+    run = SeedRun(seed=seed, compute={a: one for a in FIXED_ARMS}, search={"evolved": one, "random_search": one},
+                  wall_s={})
     ci = Interval(mean=0.1, low=0.0, high=0.2, n=60)
-    seed_report = SeedReport(seed=seed, accuracy={"evolved": evolved, "static": 0.2, "reference": 0.3,
-                                                  "static_total": 0.2},
-                             n_tasks=60, delta={"static": ci, "reference": ci, "static_total": ci}, run=run,
-                             splits=splits)
+    paired = Paired(delta=ci, mcnemar=mcnemar_exact([1.0], [0.0]), differences=[0.1])
+    seed_report = SeedReport(seed=seed, accuracy={a: (evolved if a == "evolved" else 0.2) for a in FIXED_ARMS},
+                             n_tasks=60, paired={name: paired for name in COMPARISONS}, run=run, splits=splits)
     return EfficacyReport(domain="math", preset="cpu", seeds=[seed_report], summary={})
 
 
@@ -92,12 +91,12 @@ def test_the_driver_refuses_splits_it_cannot_pair_before_running_anything(tmp_pa
 DRIVER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from bench.efficacy_lib import arms
+    from bench.efficacy_lib import commands
     # a stand-in for a long arm: records its pid, then works until stopped
-    arms.META_AGENT = (sys.executable, "-c",
-                       "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)")
-    arms.stop_on_sigterm()
-    arms.run_meta_agent(sys.argv[1], data=Path(sys.argv[2]), who="seed 0")
+    commands.META_AGENT = (sys.executable, "-c",
+                           "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)")
+    commands.stop_on_sigterm()
+    commands.run_meta_agent(sys.argv[1], data=Path(sys.argv[2]), who="seed 0")
 """)
 
 
@@ -148,14 +147,15 @@ def _finished_seed(out: Path, seed: int, settings: dict[str, Any] | None, correc
     """A seed an earlier invocation finished: its per-task results and wall.json, no runs (as in a clone)."""
     results = out / f"seed-{seed}" / "results"
     results.mkdir(parents=True)
-    for arm in ARMS:
+    for arm in FIXED_ARMS:
         right = correct if arm == "evolved" else 1
         tasks = [TaskResult(task_id=f"t{i}", correct=i < right, score=float(i < right)) for i in range(6)]
         result = EvalResult(domain="math", split="test", policy=arm, score=Interval(mean=0, low=0, high=0, n=6),
                             results=tasks, wall_time=1.0)
         (results / f"{arm}.json").write_text(result.model_dump_json())
     one = Compute(steps=1, completions=8, runs=1)
-    run = SeedRun(seed=seed, compute={a: one for a in ARMS}, search=one, wall_s={"evolve": 60.0}, settings=settings)
+    run = SeedRun(seed=seed, compute={a: one for a in FIXED_ARMS}, search={"evolved": one, "random_search": one},
+                  wall_s={"evolve": 60.0}, settings=settings)
     (out / f"seed-{seed}" / "wall.json").write_text(run.model_dump_json())
 
 
@@ -181,7 +181,7 @@ def test_a_seed_at_a_time_builds_one_report_over_every_seed_finished_with_the_sa
     report = EfficacyReport.model_validate_json((out / "report.json").read_text())
     assert [s.seed for s in report.seeds] == [0, 1, 4], "2 (other settings), 3 (unfinished), 5 (unknown) left out"
     assert [s.accuracy["evolved"] for s in report.seeds] == [4 / 6, 5 / 6, 2 / 6]
-    assert report.summary["static"].seeds == 3
+    assert report.summary["evolved - reference"].seeds == 3
     assert "also covers seed(s) 0, 4" in res.stdout
     assert "left out of the report: seed 2: run with other settings (archive_parents)" in res.stdout
     assert "left out of the report: seed 5: its settings were not recorded" in res.stdout
@@ -223,7 +223,9 @@ def test_bad_arguments_are_refused_with_the_reason_before_anything_runs(tmp_path
     out = tmp_path / "out"
     for args, reason in ((["--seeds", "0"], "--seeds: 0 is below 1"), (["--seed", "-1"], "--seed: -1 is below 0"),
                          (["--archive-parents", "two"], "'two' is not a whole number"),
-                         (["--confirm-steps", "-4"], "--confirm-steps: -4 is below 0")):
+                         (["--confirm-steps", "-4"], "--confirm-steps: -4 is below 0"),
+                         (["--proposer", "llm"], "--proposer llm needs --model"),
+                         (["--model", "openai/x"], "--model is for --proposer llm")):
         res = _driver(*args, "--out", str(out))
         assert res.returncode == 2 and reason in res.stderr, (args, res.stderr)
     assert not out.exists(), "nothing was set up for a command that was refused"

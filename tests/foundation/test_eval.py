@@ -8,6 +8,7 @@ import git
 import pytest
 
 from meta_agent.domains.math import MathDomain, answers_match, extract_answer
+from meta_agent.domains.settings import MathSettings
 from meta_agent.policy import PolicyError, load_for_inference
 from meta_agent.training import TrainedRun
 
@@ -47,6 +48,20 @@ def test_sealed_splits_share_no_question_with_training() -> None:
 
 def test_splits_are_deterministic() -> None:
     assert [t.id for t in MathDomain().tasks("selection")] == [t.id for t in MathDomain().tasks("selection")]
+
+
+def test_a_sealed_level_mix_draws_the_sealed_splits_at_those_shares_and_leaves_train_alone() -> None:
+    mixed = MathDomain(MathSettings(test_size=50, selection_size=20, sealed_levels={1: 2, 2: 2, 3: 1}))
+    levels = [t.difficulty for t in mixed.tasks("test")]
+    assert len(levels) == 50 and (levels.count(1), levels.count(2), levels.count(3), levels.count(4)) == (20, 20, 10, 0)
+    assert {t.difficulty for t in mixed.tasks("selection")} == {1, 2, 3}
+    assert [t.id for t in mixed.tasks("train")] == [t.id for t in MathDomain().tasks("train")], "train is unchanged"
+    assert not {t.prompt for t in mixed.tasks("train")} & {t.prompt for t in mixed.tasks("test")}
+    default = [t.difficulty for t in MathDomain(MathSettings(test_size=60)).tasks("test")]
+    assert (default.count(1), default.count(4)) == (21, 6), "without a mix: the train split's shares"
+    for bad in ({5: 1.0}, {1: -1.0}, {1: 0.0}, {1: float("nan")}):
+        with pytest.raises(ValueError, match="sealed_levels"):
+            MathSettings(sealed_levels=bad)
 
 
 @pytest.mark.parametrize(

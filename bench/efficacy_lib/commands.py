@@ -1,0 +1,63 @@
+"""Running meta-agent as the benchmark's arms do: in a fresh interpreter with the seed's own user data, and
+never leaving a child behind when the benchmark is stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from meta_agent.errors import UserError
+from meta_agent.sealed import SECRET_ENV
+
+META_AGENT = (sys.executable, "-m", "meta_agent")
+"""How the arms run meta-agent: in a fresh interpreter, like a user's shell would."""
+
+
+def run_meta_agent(*args: str, data: Path, who: str) -> float:
+    """`meta-agent ARGS` in a subprocess with its own user data dir (skills, sealed splits); its wall seconds.
+    A failure is a UserError with the command and the tail of its output.
+
+    The sealed splits come from the secret in `data`, never from `META_AGENT_SEALED_SECRET`: a benchmark
+    resumed in a shell where that variable is set (or set differently) would otherwise score its later
+    arms on other selection and test tasks than its earlier ones, and every paired delta would be void.
+
+    The child never outlives this call: whatever ends it early (Ctrl-C, or SIGTERM, which `stop_on_sigterm`
+    turns into SystemExit) stops the child too, so a scheduler that signals only the benchmark's own pid
+    leaves no orphaned run holding the harness repo's lock and the CPU. The run's journal makes it resumable."""
+    started = time.monotonic()
+    env = {k: v for k, v in os.environ.items() if k != SECRET_ENV} | {"META_AGENT_DATA": str(data)}
+    with subprocess.Popen([*META_AGENT, *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            stdout, stderr = proc.communicate()
+        except BaseException:
+            stop_child(proc)
+            raise
+    if proc.returncode != 0:
+        raise UserError(f"{who}: `meta-agent {' '.join(args)}` failed (exit {proc.returncode}):\n"
+                        f"{(stderr or stdout)[-3000:]}")
+    return time.monotonic() - started
+
+
+def stop_child(proc: subprocess.Popen[str], grace_s: float = 30.0) -> None:
+    """SIGTERM, then SIGKILL if it is still there after `grace_s` (its sandboxes die with it)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM unwind like Ctrl-C does (SystemExit 143), so `run_meta_agent` stops its child first."""
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)

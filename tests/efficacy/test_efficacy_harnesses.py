@@ -1,0 +1,65 @@
+"""The harnesses the efficacy benchmark makes for its arms: what a merged change was (config or code, and
+which part), and the evolved harness without one change (leave-one-out), made by git's own merge so that a
+later change on the same lines is reported instead of silently undone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.efficacy_lib.harnesses import merged_changes, without_change
+from meta_agent.eventlog import EventLog
+from meta_agent.gitops import commit_dir, export_tree, init_harness, merge_no_ff
+from meta_agent.journal import Merged, VerdictRecorded
+
+
+def _change(repo, work: Path, branch: str, edit) -> str:  # type: ignore[no-untyped-def]
+    main = repo.commit("main").hexsha
+    tree = export_tree(repo, main, work / branch)
+    edit(tree)
+    commit_dir(repo, tree, main, branch, f"change {branch}")
+    return merge_no_ff(repo, branch, f"Merge {branch}")
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_changes_are_named_config_or_code_and_each_can_be_left_out_alone(tmp_path: Path) -> None:
+    harness = tmp_path / "harness"
+    repo = init_harness(harness, "math")
+    (tmp_path / "run").mkdir()
+    log = EventLog(tmp_path / "run")
+    edits = {
+        "g0-c0": lambda t: _replace(t / "harness.yaml", "learning_rate: 2.0e-5", "learning_rate: 1.0e-4"),
+        "g0-c1": lambda t: (t / "harness" / "math" / "rewards.py").write_text(
+            (t / "harness" / "math" / "rewards.py").read_text() + "\n# shaped\n"),
+        "g1-c0": lambda t: _replace(t / "harness.yaml", "learning_rate: 1.0e-4", "learning_rate: 3.0e-4"),
+    }
+    for i, (cand, edit) in enumerate(edits.items()):
+        merge = _change(repo, tmp_path / "work", cand, edit)
+        log.append(VerdictRecorded(cand_id=cand, verdict="promoted", stage="gate", reason="r", kind="performance",
+                                   delta=0.1 * (i + 1), title=f"title {cand}"))
+        log.append(Merged(cand_id=cand, merge_commit=merge, branch=cand))
+    changes = merged_changes(tmp_path / "run", harness)
+    assert [(c.cand_id, c.kind, c.parts, c.delta) for c in changes] == [
+        ("g0-c0", "config", ["rl.learning_rate"], 0.1), ("g0-c1", "code", ["reward"], 0.2),
+        ("g1-c0", "config", ["rl.learning_rate"], 0.30000000000000004)]
+    assert changes[1].title == "title g0-c1"
+
+    final = repo.commit("main")
+    without_reward = tmp_path / "without-g0-c1"
+    assert without_change(harness, without_reward, changes[1]) is None
+    left = without_reward / ".git"
+    assert left.is_dir() and repo.commit("main").hexsha == final.hexsha, "the evolved harness is not touched"
+    import git
+
+    out = git.Repo(without_reward)
+    assert out.head.commit.parents[0].hexsha == final.hexsha, "one commit on top of the final main"
+    rewards = out.git.show("HEAD:harness/math/rewards.py")
+    assert "# shaped" not in rewards and "learning_rate: 3.0e-4" in out.git.show("HEAD:harness.yaml")
+
+    # the first rate change was overwritten by the later one on the same line: it cannot be undone alone
+    reason = without_change(harness, tmp_path / "without-g0-c0", changes[0])
+    assert reason is not None and "overlap" in reason
