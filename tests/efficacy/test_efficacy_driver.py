@@ -236,3 +236,13 @@ def test_bad_arguments_are_refused_with_the_reason_before_anything_runs(tmp_path
                            (tmp_path / "notes", "is not an efficacy report")):
         res = _driver("--compare", f"x={folder}")
         assert res.returncode == 1 and reason in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_no_sealed_secret_is_tracked_and_a_new_one_would_be_ignored() -> None:
+    import git
+
+    repo = git.Repo(ROOT)
+    tracked = [p for p in repo.git.ls_files().splitlines() if Path(p).name == "sealed-secret"]
+    assert tracked == [], "a committed secret makes its test split public"
+    probe = "bench/results/efficacy-new/seed-0/data/sealed-secret"
+    assert repo.ignored(probe) == [probe], "a benchmark's secret must not be addable by `git add -A`"
