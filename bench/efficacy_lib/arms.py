@@ -122,14 +122,19 @@ class ArmRecords(BaseModel):
     rollouts: dict[str, ArmRecord] = Field(default_factory=dict)
 
 
-def finished_run(seed_dir: Path) -> SeedRun | None:
-    """The seed's record when every one of its arms has its result saved; None when unfinished, or finished
-    by the earlier benchmark (template start, four arms), whose record this one cannot report."""
+def saved_run(seed_dir: Path) -> SeedRun | None:
+    """The seed's record (wall.json) when it has one this benchmark can read: None when it has none, or was
+    finished by the earlier benchmark (template start, four arms), whose record this one cannot report."""
     wall = seed_dir / "wall.json"
     try:
-        run = SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
+        return SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
     except ValueError:
         return None
+
+
+def finished_run(seed_dir: Path) -> SeedRun | None:
+    """The seed's record when every one of its arms has its result saved."""
+    run = saved_run(seed_dir)
     return run if run is not None and saved(seed_dir, run.arms()) else None
 
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.efficacy_lib.arms import ARMS_RECORD, ArmRecords, SeedRun, saved
+from bench.efficacy_lib.arms import ARMS_RECORD, ArmRecords, SeedRun, finished_run, saved_run
 from meta_agent.errors import UserError
 
 IGNORED = frozenset({"sandbox"})
@@ -32,15 +32,6 @@ def differing(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
         elif theirs.get(key) != value:
             out.append(key)
     return out
-
-
-def saved_run(seed_dir: Path) -> SeedRun | None:
-    """The seed's record (wall.json) when it has one this benchmark can read."""
-    wall = seed_dir / "wall.json"
-    try:
-        return SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
-    except ValueError:  # finished by the earlier benchmark (template start, four arms)
-        return None
 
 
 def recorded_settings(seed_dir: Path, run: SeedRun | None) -> dict[str, Any] | None:
@@ -77,8 +68,8 @@ def finished_seeds(out: Path, skip: set[int], settings: dict[str, Any]
     numbered = {int(m.group(1)): p for p in out.glob("seed-*") if (m := re.fullmatch(r"seed-(\d+)", p.name))}
     for seed in sorted(set(numbered) - skip):
         seed_dir = numbered[seed]
-        run = saved_run(seed_dir)
-        if run is None or not saved(seed_dir, run.arms()):
+        run = finished_run(seed_dir)
+        if run is None:
             continue  # unfinished: the command that runs it reports it
         theirs = recorded_settings(seed_dir, run)
         if theirs is None:
