@@ -53,6 +53,9 @@ ARMS_RECORD = "arms.json"
 arm finishes. bench/results keeps it with the per-task results but not the runs (.gitignore), so a benchmark
 killed in a later arm, on a machine that kept only the tracked files, still finishes the seed: without it a
 saved result whose run is gone cannot have its compute counted, and the whole seed had to be re-run."""
+DERIVED = ("retrained", "blind_bundle", "reference_total")
+"""Arms made from the evolve run (its final harness, its first report, its search's compute): an evolve run
+started over makes them stale, with the leave-one-out arms."""
 AGAIN_SEED = 1000
 """reference_again trains with the seed plus this: another draw of the training randomness."""
 
@@ -213,6 +216,10 @@ class SeedArms:
             records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
             self._keep(records)
         final = self.dir / "evolve-harness"  # its main is the evolved harness
+        if not (final / ".git").is_dir() and not saved(self.dir, ("retrained", *(records.left_out or ()))):
+            raise UserError(f"seed {self.seed}: the evolved harness ({final}) is gone, and the retrained and "
+                            f"leave-one-out arms need it: delete {self.results / 'evolved.json'} to run the evolve "
+                            f"arm again")
         self._rollout("reference_rollout", reference, steps, records)
         self._rollout("retrained", final, steps, records)
         self._rollout("reference_again", reference, steps, records, seed=self.seed + AGAIN_SEED)
@@ -255,9 +262,11 @@ class SeedArms:
                             f"run that made it ({run}), so its compute cannot be counted: delete {result} to run "
                             f"that arm again")
 
-    def _evolve_run(self, run_dir: Path, harness: Path, data: Path, *extra: str) -> EvolveRecord:
-        """An evolve run from `harness` (a private copy of the reference), resumed if it was started."""
-        if (run_dir / "events.jsonl").is_file():
+    def _evolve_run(self, run_dir: Path, harness: Path, data: Path, *extra: str) -> tuple[EvolveRecord, bool]:
+        """An evolve run from `harness` (a private copy of the reference), resumed if it was started; and
+        whether it had to start afresh."""
+        fresh = not (run_dir / "events.jsonl").is_file()
+        if not fresh:
             self._meta_agent("resume", str(run_dir), data=data)
         else:
             # The run's user skills library starts empty. What is there already was learned by an attempt
@@ -271,14 +280,20 @@ class SeedArms:
         # From the run's journal, not this process's clock: a benchmark killed and resumed (perhaps more
         # than once) measured only its last part, and the downtime between the parts is no one's work.
         return EvolveRecord(wall_s=run_seconds(EventLog(run_dir)), compute=of_evolve(run_dir),
-                            time=generation_time(run_dir), merged=merged_titles(run_dir))
+                            time=generation_time(run_dir), merged=merged_titles(run_dir)), fresh
 
     def _evolve(self, records: ArmRecords, reference: Path) -> EvolveRecord:
         run_dir = self.dir / "evolve"
         evolved = self.results / "evolved.json"
         self._counted(evolved, run_dir / "events.jsonl")
-        records.evolve = self._evolve_run(run_dir, self.dir / "evolve-harness", self.dir / "data",
-                                          "--control", "static")
+        records.evolve, fresh = self._evolve_run(run_dir, self.dir / "evolve-harness", self.dir / "data",
+                                                 "--control", "static")
+        if fresh:  # a new search: the arms made from the last one's harness, report or compute are stale
+            for arm in DERIVED + tuple(records.left_out or ()):
+                records.rollouts.pop(arm, None)
+                (self.results / f"{arm}.json").unlink(missing_ok=True)
+                shutil.rmtree(self.dir / arm, ignore_errors=True)
+            records.bundle, records.not_left_out = None, {}
         shutil.copyfile(run_dir / "final" / "evolved-test.json", evolved)
         shutil.copyfile(run_dir / "final" / "static-test.json", self.results / "reference.json")
         # Every candidate with its verdict and reason, kept with the results (the run is not).
@@ -296,8 +311,8 @@ class SeedArms:
         if not secret.is_file():
             data.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(secret_file(self.dir), secret)
-        records.random = self._evolve_run(run_dir, self.dir / "random-harness", data,
-                                          "--proposer", "random", "--control", "none")
+        records.random, _ = self._evolve_run(run_dir, self.dir / "random-harness", data,
+                                             "--proposer", "random", "--control", "none")
         theirs, ours = (sealed_of(d) for d in (run_dir, self.dir / "evolve"))
         if theirs != ours:  # task ids do not reveal the secret, so scores on other tasks would look paired
             raise UserError(f"seed {self.seed}: the random-search run drew its splits from another secret "
@@ -322,6 +337,10 @@ class SeedArms:
     def _bundle(self, records: ArmRecords) -> Path:
         harness = self.dir / "bundle-harness"
         report = self.dir / "evolve" / "gen-000" / "main" / "report.json"
+        if not report.is_file():
+            raise UserError(f"seed {self.seed}: the blind bundle is chosen from the evolve run's first report "
+                            f"({report}), which is gone: delete {self.results / 'evolved.json'} to run the evolve "
+                            f"arm again")
         records.bundle = bundle_harness(self._reference_harness(), harness, report, self.sandbox,
                                         self.dir / "bundle-work")
         self._keep(records)

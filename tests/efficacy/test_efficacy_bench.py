@@ -152,6 +152,17 @@ def test_every_arm_trains_at_equal_compute_from_the_reference_and_is_reported_fr
     assert resumed_run["wall_s"]["evolve"] == run["wall_s"]["evolve"]
     assert resumed_run["compute"] == run["compute"]
 
+    # The evolve arm lost with its run (its result deleted to run it again): a new search, so the arms made
+    # from the old one's harness, first report and compute run again; the others are kept.
+    shutil.rmtree(seed_dir / "evolve")
+    for name in ("evolved", "reference"):
+        (seed_dir / "results" / f"{name}.json").unlink()
+    (seed_dir / "wall.json").unlink()
+    redone = _bench(out, tmp_path / "data")
+    assert redone.returncode == 0, redone.stdout[-3000:] + redone.stderr[-3000:]
+    rerun = {line.split("--run-dir ")[1].split()[0].rsplit("/", 1)[1] for line in _ran(redone) if "--run-dir" in line}
+    assert rerun == {"evolve", "retrained", "blind_bundle", "reference_total", *run["left_out"]}, rerun
+
     # A clone of the results: bench/results keeps each arm's per-task results and records, not the runs
     # (.gitignore). Reporting there must keep this finished seed's record, not recount it as 0 steps.
     finished = json.loads((out / "report.json").read_text())
