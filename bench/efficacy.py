@@ -4,6 +4,7 @@ with two search controls, at equal policy compute, on a test split no one tuned 
 
     python bench/efficacy.py --preset cpu [--seeds 3] [--out runs/efficacy-cpu]
     python bench/efficacy.py --preset tiny --seeds 1          # the machinery on the tiny policy, minutes
+    python bench/efficacy.py --domain code                    # code (HumanEval, CodeI/O): the same arms
     python bench/efficacy.py --preset cpu --proposer llm --model openai/my-model --api-base http://host:8000/v1
     # an ablation, paired task by task with an earlier benchmark of yours (the same seed's sealed splits):
     python bench/efficacy.py --preset cpu --seed 2 --archive-parents 0 \
@@ -59,11 +60,15 @@ MATH_EVAL = {"train_size": 200, "selection_size": 100, "test_size": 200, "sealed
 (word problem) tasks in the sealed splits: every arm of every seed scored 0 of 6 on them in the template-start
 benchmark (bench/results/efficacy-cpu-archive), so they only dilute a difference; level 3 stays with a small
 share (the reference solved 1 of 45 there)."""
+DOMAINS = ("math", "code")
+"""Domains with a reference harness (bench/efficacy_lib/reference.py)."""
 PRESETS: dict[str, dict[str, Any]] = {
     # The machinery, not a measurement: seconds of training on a 3M-parameter random model.
     "tiny": {"policy": "tiny", "generations": 1, "candidates": 1, "train_steps": 1, "noise_reruns": 1,
              "selection_limit": 6, "test_limit": 6, "leave_one_out": 1,
-             "math": {"train_size": 24, "selection_size": 6, "test_size": 6, "eval_max_new_tokens": 6}},
+             "math": {"train_size": 24, "selection_size": 6, "test_size": 6, "eval_max_new_tokens": 6},
+             "code": {"sources": ["humaneval"], "train_size": 24, "selection_size": 6, "test_size": 6,
+                      "eval_max_new_tokens": 16}},
     # SmolLM2-135M with LoRA on 2 CPU cores (about 8 s per GRPO step). 100 selection tasks (about 45 s per
     # evaluation): after 8 steps the reference settings gained 19 and lost 2 of 100 against the template, a
     # paired 98.3% CI of [+0.077, +0.280]; on 30 tasks, 4 and 0, a CI no gate can pass
@@ -72,21 +77,25 @@ PRESETS: dict[str, dict[str, Any]] = {
     # kept (bench/results/efficacy-cpu-archive).
     "cpu": {"policy": "smollm2", "generations": 3, "candidates": 2, "train_steps": 8, "noise_reruns": 1,
             "confirm_steps": 16, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
-            "leave_one_out": 2, "math": MATH_EVAL},
+            "leave_one_out": 2, "math": MATH_EVAL,
+            # code (not yet measured): every HumanEval and CodeI/O problem the default build makes
+            "code": {"train_size": 256, "selection_size": 60, "test_size": 100}},
     # One GPU: longer generations, more candidates, larger splits (not yet measured).
     "gpu": {"policy": "smollm2", "generations": 6, "candidates": 4, "train_steps": 40, "noise_reruns": 1,
             "archive_parents": 1, "selection_limit": 100, "test_limit": 300, "leave_one_out": 3,
             "math": {"train_size": 2000, "selection_size": 100, "test_size": 300,
-                     "sealed_levels": MATH_EVAL["sealed_levels"]}},
+                     "sealed_levels": MATH_EVAL["sealed_levels"]},
+            "code": {"train_size": 256, "selection_size": 60, "test_size": 100}},
 }
-def arm_settings(preset_name: str, sandbox: str, llm: dict[str, Any] | None = None, **search: Any
-                 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(what `rollout` and `eval` take, the evolve arm's config): the preset, with the search settings given
-    on the command line (None: the preset's)."""
+def arm_settings(preset_name: str, sandbox: str, llm: dict[str, Any] | None = None, domain: str = "math",
+                 **search: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what `rollout` and `eval` take, the evolve arm's config): the preset for `domain`, with the search
+    settings given on the command line (None: the preset's)."""
     preset = PRESETS[preset_name]
-    common = {"domain": "math", "policy": preset["policy"], "sandbox": {"backend": sandbox}, "math": preset["math"]}
+    common = {"domain": domain, "policy": preset["policy"], "sandbox": {"backend": sandbox}, domain: preset[domain]}
     chosen = {k: v for k, v in search.items() if v is not None}
-    evolve = {**common, "proposer": "skills", **{k: v for k, v in preset.items() if k != "leave_one_out"}, **chosen}
+    own = {k: v for k, v in preset.items() if k not in ("leave_one_out", *DOMAINS)}
+    evolve = {**common, "proposer": "skills", **own, **chosen}
     if llm:
         evolve["llm"] = llm
     return common, evolve
@@ -124,6 +133,8 @@ def main() -> None:
                          "cores, about 2.5 h a seed here (two evolve runs of about 40 min, eight trainings of 24 "
                          "steps, one of the search's total steps: estimated from its parts); gpu: sized for one "
                          "GPU (not yet measured)")
+    ap.add_argument("--domain", choices=DOMAINS, default="math",
+                    help="math (default; the measured one) or code (HumanEval and CodeI/O; not yet measured)")
     ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--seed", type=at_least(0), action="append", metavar="N",
                     help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
@@ -165,11 +176,12 @@ def main() -> None:
     stop_on_sigterm()  # from here on the driver runs arms as child processes
     # Not into bench/results: its folders are the docs' records, and a run there would resume (or refuse)
     # their seeds and overwrite their settings files.
-    out = (args.out or Path("runs") / f"efficacy-{args.preset}").resolve()
+    default = f"efficacy-{args.preset}" + ("" if args.domain == "math" else f"-{args.domain}")
+    out = (args.out or Path("runs") / default).resolve()
     out.mkdir(parents=True, exist_ok=True)
     preset = PRESETS[args.preset]
     llm = {k: v for k, v in (("model", args.model), ("api_base", args.api_base)) if v}
-    common, settings = arm_settings(args.preset, args.sandbox, llm, confirm_steps=args.confirm_steps,
+    common, settings = arm_settings(args.preset, args.sandbox, llm, args.domain, confirm_steps=args.confirm_steps,
                                     archive_parents=args.archive_parents, proposer=args.proposer)
     run_config, evolve_config = out / "run.yaml", out / "evolve.yaml"
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
@@ -178,7 +190,7 @@ def main() -> None:
     chosen_seeds = sorted(set(args.seed)) if args.seed else list(range(args.seeds))
     seeds = []
     for seed in chosen_seeds:
-        arms = SeedArms(out, evolve_config, run_config, seed, "math", preset["test_limit"],
+        arms = SeedArms(out, evolve_config, run_config, seed, args.domain, preset["test_limit"],
                         leave_one_out=preset["leave_one_out"], sandbox=args.sandbox)
         check_settings(arms.dir, settings)
         if args.splits_from:
@@ -191,7 +203,7 @@ def main() -> None:
               f"{out} with the same settings")
     for line in left_out:
         print(f"left out of the report: {line}")
-    report = build("math", args.preset, seeds, search)
+    report = build(args.domain, args.preset, seeds, search)
     atomic_write_text(out / "report.json", report.model_dump_json(indent=2))
     text = render(report)
     atomic_write_text(out / "report.md", text)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import git
+
 from bench.efficacy_lib.harnesses import merged_changes, without_change
 from meta_agent.eventlog import EventLog
 from meta_agent.gitops import commit_dir, export_tree, init_harness, merge_no_ff
@@ -53,8 +55,6 @@ def test_changes_are_named_config_or_code_and_each_can_be_left_out_alone(tmp_pat
     assert without_change(harness, without_reward, changes[1]) is None
     left = without_reward / ".git"
     assert left.is_dir() and repo.commit("main").hexsha == final.hexsha, "the evolved harness is not touched"
-    import git
-
     out = git.Repo(without_reward)
     assert out.head.commit.parents[0].hexsha == final.hexsha, "one commit on top of the final main"
     rewards = out.git.show("HEAD:harness/math/rewards.py")
@@ -63,3 +63,19 @@ def test_changes_are_named_config_or_code_and_each_can_be_left_out_alone(tmp_pat
     # the first rate change was overwritten by the later one on the same line: it cannot be undone alone
     reason = without_change(harness, tmp_path / "without-g0-c0", changes[0])
     assert reason is not None and "overlap" in reason
+
+
+def test_a_reference_harness_exists_for_math_and_code_and_differs_from_the_template_only_in_its_settings(
+        tmp_path: Path) -> None:
+    import yaml
+
+    from bench.efficacy_lib.reference import GRPO_REFERENCE, make_reference_harness
+
+    for domain in ("math", "code"):
+        dest = make_reference_harness(tmp_path / domain, domain)
+        repo = git.Repo(dest)
+        assert repo.git.diff("--name-only", "HEAD~1", "HEAD").split() == ["harness.yaml"], domain
+        config = yaml.safe_load((dest / "harness.yaml").read_text())
+        for section, values in GRPO_REFERENCE.items():
+            assert {k: config[section][k] for k in values} == values, (domain, section)
+        assert not repo.is_dirty(untracked_files=True), "the checkout is the reference commit"
