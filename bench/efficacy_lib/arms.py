@@ -56,6 +56,7 @@ saved result whose run is gone cannot have its compute counted, and the whole se
 DERIVED = ("retrained", "blind_bundle", "reference_total")
 """Arms made from the evolve run (its final harness, its first report, its search's compute): an evolve run
 started over makes them stale, with the leave-one-out arms."""
+RECORDS_VERSION = 2
 AGAIN_SEED = 1000
 """reference_again trains with the seed plus this: another draw of the training randomness."""
 
@@ -113,6 +114,9 @@ class EvolveRecord(BaseModel):
 class ArmRecords(BaseModel):
     """ARMS_RECORD: one entry per finished arm, and what was made for the arms that follow."""
 
+    version: int = 1
+    """2: this benchmark (evolution from the reference); 1 (absent): the template-start benchmark, whose arms
+    have other meanings (its `reference.json` is not the evolve run's control)."""
     settings: dict[str, Any] | None = None
     """The benchmark settings the seed runs with (its evolve.yaml): what says, once the evolve run is gone, that
     a later invocation with other settings must not finish this seed (efficacy/finished.py)."""
@@ -206,7 +210,11 @@ class SeedArms:
         if finished is not None:  # every arm done (perhaps in a clone that kept only the results and records)
             return finished
         record = self.dir / ARMS_RECORD
-        records = ArmRecords.model_validate_json(record.read_text()) if record.is_file() else ArmRecords()
+        records = ArmRecords.model_validate_json(record.read_text()) if record.is_file() else \
+            ArmRecords(version=RECORDS_VERSION)
+        if records.version != RECORDS_VERSION:
+            raise UserError(f"{self.dir} was started by the template-start benchmark, whose arms mean other things: "
+                            f"use another --out")
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
         reference = self._reference_harness()
         evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \

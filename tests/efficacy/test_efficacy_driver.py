@@ -246,3 +246,15 @@ def test_no_sealed_secret_is_tracked_and_a_new_one_would_be_ignored() -> None:
     assert tracked == [], "a committed secret makes its test split public"
     probe = "bench/results/efficacy-new/seed-0/data/sealed-secret"
     assert repo.ignored(probe) == [probe], "a benchmark's secret must not be addable by `git add -A`"
+
+
+def test_a_seed_the_template_start_benchmark_began_is_refused_not_finished_with_other_arms(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _, settings = _bench_module().arm_settings("tiny", "auto")
+    started = out / "seed-0"
+    (started / "results").mkdir(parents=True)
+    # what that benchmark's arms.json looked like: no version, its own evolve record (template start)
+    (started / ARMS_RECORD).write_text(json.dumps({"settings": settings, "rollouts": {}}))
+    res = _driver("--seed", "0", "--out", str(out))
+    assert res.returncode != 0 and "template-start benchmark" in res.stderr and "Traceback" not in res.stderr
+    assert not (started / "evolve").exists(), "nothing ran"
