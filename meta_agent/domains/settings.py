@@ -24,7 +24,9 @@ class MathSettings(BaseModel):
         "a 2-core CPU)"))
     sealed_levels: dict[int, float] | None = Field(None, description=(
         "share of each difficulty level (1-4) in the selection and test splits, e.g. {1: 0.4, 2: 0.4, 3: 0.2} "
-        "to leave out a level every arm scores 0 on; default: the train split's mix (35/30/25/10%)"))
+        "to leave out a level every arm scores 0 on; default: the train split's mix (35/30/25/10%). A level "
+        "with too few distinct questions left after the earlier splits gives fewer; the last level makes up "
+        "the count"))
     evaluator: EvaluatorSettings = EvaluatorSettings()
 
     @field_validator("sealed_levels")
