@@ -130,9 +130,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, about 2.5 h a seed here (two evolve runs of about 40 min, eight trainings of 24 "
-                         "steps, one of the search's total steps: estimated from its parts); gpu: sized for one "
-                         "GPU (not yet measured)")
+                         "cores, 50 min for seed 0 here (two evolve runs, 12 and 17 min; seven 24-step trainings "
+                         "with a 200-task evaluation, 2-3 min each; the reference at the search's total steps, 8 "
+                         "min); more when the search merges (leave-one-out arms, longer confirmation); gpu: sized "
+                         "for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
                     help="math (default; the measured one) or code (HumanEval and CodeI/O; not yet measured)")
     ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
