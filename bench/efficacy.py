@@ -7,7 +7,7 @@ with two search controls, at equal policy compute, on a test split no one tuned 
     python bench/efficacy.py --domain code                    # code (HumanEval, CodeI/O): the same arms
     python bench/efficacy.py --preset cpu --proposer llm --model openai/my-model --api-base http://host:8000/v1
     # an ablation, paired task by task with an earlier benchmark of yours (the same seed's sealed splits):
-    python bench/efficacy.py --preset cpu --seed 2 --archive-parents 0 \
+    python bench/efficacy.py --preset cpu --seed 2 --archive-parents 0 \\
         --splits-from runs/efficacy-cpu --out runs/efficacy-cpu-no-archive
     python bench/efficacy.py --compare mine=runs/efficacy-cpu ablation=runs/efficacy-cpu-no-archive
 
