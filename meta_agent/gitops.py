@@ -170,7 +170,8 @@ def trailers(repo: git.Repo, commit: str) -> dict[str, str]:
     return result
 
 
-def _env(when: str | None) -> dict[str, str]:
+def author_env(when: str | None = None) -> dict[str, str]:
+    """git's author and committer variables for meta-agent's own commits (dated `when`, else now)."""
     env = {"GIT_AUTHOR_NAME": AUTHOR.name or "", "GIT_AUTHOR_EMAIL": AUTHOR.email or "",
            "GIT_COMMITTER_NAME": AUTHOR.name or "", "GIT_COMMITTER_EMAIL": AUTHOR.email or ""}
     if when:
@@ -187,7 +188,7 @@ def commit_dir(repo: git.Repo, src: Path, parent: str, branch: str, message: str
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**_env(when), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        env = {**author_env(when), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
         g = repo.git
         with g.custom_environment(**env):
             g.read_tree(parent)
@@ -276,7 +277,7 @@ def merge_commit(repo: git.Repo, branch: str, message: str, target: str = "main"
         tree = repo.git.merge_tree("--write-tree", old, branch).splitlines()[0]
     except git.GitCommandError as e:
         raise MergeConflict(f"{branch} conflicts with {target}: {e.stdout.strip()[:400]}") from e
-    with repo.git.custom_environment(**_env(when)):
+    with repo.git.custom_environment(**author_env(when)):
         return str(repo.git.commit_tree(tree, "-p", old, "-p", repo.commit(branch).hexsha, "-m", message))
 
 
@@ -370,7 +371,7 @@ def is_merged(repo: git.Repo, commit: str, target: str = "main") -> bool:
 
 def add_note(repo: git.Repo, commit: str, text: str) -> None:
     """Attach (or replace) the meta-agent note on a commit: `git notes show <commit>` prints it."""
-    with repo.git.custom_environment(**_env(None)):
+    with repo.git.custom_environment(**author_env()):
         repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
 
 

@@ -218,7 +218,7 @@ class SeedArms:
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
         reference = self._reference_harness()
         evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
-            self._evolve(records, reference)
+            self._evolve(records)
         steps = evolve.compute.evolved.steps
         if records.changes is None:
             records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
@@ -244,7 +244,7 @@ class SeedArms:
                 continue
             self._rollout(arm, harness, steps, records)
         random = records.random if records.random and saved(self.dir, ("random_search",)) else \
-            self._random(records, reference)
+            self._random(records)
         self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
         r = records.rollouts
         run = SeedRun(
@@ -290,7 +290,7 @@ class SeedArms:
         return EvolveRecord(wall_s=run_seconds(EventLog(run_dir)), compute=of_evolve(run_dir),
                             time=generation_time(run_dir), merged=merged_titles(run_dir)), fresh
 
-    def _evolve(self, records: ArmRecords, reference: Path) -> EvolveRecord:
+    def _evolve(self, records: ArmRecords) -> EvolveRecord:
         run_dir = self.dir / "evolve"
         evolved = self.results / "evolved.json"
         self._counted(evolved, run_dir / "events.jsonl")
@@ -310,7 +310,7 @@ class SeedArms:
         self._keep(records)
         return records.evolve
 
-    def _random(self, records: ArmRecords, reference: Path) -> EvolveRecord:
+    def _random(self, records: ArmRecords) -> EvolveRecord:
         run_dir, data = self.dir / "random", self.dir / "data-random"
         result = self.results / "random_search.json"
         self._counted(result, run_dir / "events.jsonl")

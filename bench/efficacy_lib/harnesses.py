@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from meta_agent.agents.base import Implementation, Outcome, ProposalContext, Workspace
 from meta_agent.config import SandboxSettings
 from meta_agent.eventlog import EventLog
-from meta_agent.gitops import AUTHOR, open_harness
+from meta_agent.gitops import author_env, open_harness
 from meta_agent.hypothesis import Hypothesis
 from meta_agent.journal import Merged, VerdictRecorded
 from meta_agent.paths import seed_skills
@@ -175,9 +175,7 @@ def without_change(final: Path, dest: Path, change: Change) -> str | None:
     shutil.rmtree(dest, ignore_errors=True)
     copy_harness(final, dest)
     repo = open_harness(dest)
-    env = {"GIT_AUTHOR_NAME": AUTHOR.name or "meta-agent", "GIT_AUTHOR_EMAIL": AUTHOR.email or "",
-           "GIT_COMMITTER_NAME": AUTHOR.name or "meta-agent", "GIT_COMMITTER_EMAIL": AUTHOR.email or ""}
-    with repo.git.custom_environment(**env):
+    with repo.git.custom_environment(**author_env()):
         repo.git.checkout("-q", "-f", "main")
         repo.git.reset("-q", "--hard", "main")
         merge = repo.commit(change.merge_commit)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.agents.base import ProposalContext
-from meta_agent.agents.skills_proposer import SkillsProposer
+from meta_agent.agents.skills_proposer import SkillsProposer, skill_hypothesis
 from meta_agent.config import EvolveConfig
-from meta_agent.hypothesis import Hypothesis, PredictedEffect
+from meta_agent.hypothesis import Hypothesis
 from meta_agent.skills.store import Skill, SkillSet
 
 
@@ -51,16 +51,9 @@ class RandomProposer(SkillsProposer):
             m = skill.meta
             params = draw_params(skill, rng)
             shown = ", ".join(f"{n}={params[n]}" for n in sorted(m.param_ranges))
-            out.append(Hypothesis(
-                title=(f"Random control: apply skill {m.name}" + (f" ({shown})" if shown else ""))[:100],
+            out.append(skill_hypothesis(
+                m, params, title=f"Random control: apply skill {m.name}" + (f" ({shown})" if shown else ""),
                 failure_mode="none (random control)",
                 evidence="Drawn at random by the search control (--proposer random); the rollout report was not "
-                         "read. Its verdict shows what the gate lets through when nothing is diagnosed.",
-                intervention=m.description,
-                kind=m.gate_kind,
-                predicted_effects=[PredictedEffect.model_validate(e) for e in m.predicted_effects],
-                skills_used=[m.name],
-                new_labels=list(m.new_labels),
-                params=params,
-            ))
+                         "read. Its verdict shows what the gate lets through when nothing is diagnosed."))
         return out

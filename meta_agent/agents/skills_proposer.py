@@ -58,23 +58,32 @@ def _so_far(tried: list[Tried], meta: SkillMeta) -> str:
     return f"A parameter variant; this run tried {'; '.join(said)}. "
 
 
+def skill_hypothesis(meta: SkillMeta, params: dict[str, Any], *, title: str, failure_mode: str, evidence: str,
+                     rollouts: list[str] | None = None) -> Hypothesis:
+    """A hypothesis that applies one skill with `params`: its intervention, kind, predicted effects and labels
+    come from the skill."""
+    return Hypothesis(
+        title=title[:100],
+        failure_mode=failure_mode,
+        evidence=evidence,
+        evidence_rollouts=rollouts or [],
+        intervention=meta.description,
+        kind=meta.gate_kind,
+        predicted_effects=[PredictedEffect.model_validate(e) for e in meta.predicted_effects],
+        skills_used=[meta.name],
+        new_labels=list(meta.new_labels),
+        params=params,
+    )
+
+
 def _hypothesis(r: Ranked, report: RolloutReport, params: dict[str, Any], follow_up: str) -> Hypothesis:
     m = r.skill.meta
     evidence, rollouts, mode = _evidence(r, report)
-    title = f"Apply skill {m.name}" + (f" ({_shown(params, m)})" if m.param_ranges else "")
-    return Hypothesis(
-        title=title[:100],
+    return skill_hypothesis(
+        m, params, title=f"Apply skill {m.name}" + (f" ({_shown(params, m)})" if m.param_ranges else ""),
         failure_mode=mode or next((t.label or t.metric or "" for t in m.triggers), ""),
         evidence=f"{follow_up}{evidence}. Chosen by the offline skills proposer (rule-based trigger match, "
-                 f"score {r.score:.2f}).",
-        evidence_rollouts=rollouts,
-        intervention=m.description,
-        kind=m.gate_kind,
-        predicted_effects=[PredictedEffect.model_validate(e) for e in m.predicted_effects],
-        skills_used=[m.name],
-        new_labels=list(m.new_labels),
-        params=params,
-    )
+                 f"score {r.score:.2f}).", rollouts=rollouts)
 
 
 def _recipe(pool: list[Ranked]) -> list[Ranked]:
