@@ -22,7 +22,9 @@ IGNORED = frozenset({"sandbox"})
 
 def differing(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     """The settings of ours that a seed run with `theirs` did not share. `theirs` may hold more (an evolve
-    run's run.json records every default as well)."""
+    run's run.json records every default as well). `theirs` was read back from JSON, so ours is compared in
+    the form JSON gives back: `math.sealed_levels` is keyed by int here and by string there."""
+    ours = json.loads(json.dumps(ours))
     out = []
     for key, value in ours.items():
         if key in IGNORED:

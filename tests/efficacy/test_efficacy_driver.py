@@ -258,3 +258,19 @@ def test_a_seed_the_template_start_benchmark_began_is_refused_not_finished_with_
     res = _driver("--seed", "0", "--out", str(out))
     assert res.returncode != 0 and "template-start benchmark" in res.stderr and "Traceback" not in res.stderr
     assert not (started / "evolve").exists(), "nothing ran"
+
+
+def test_a_seed_resumed_with_int_keyed_settings_matches_what_its_json_record_says(tmp_path: Path) -> None:
+    """The cpu preset's `math.sealed_levels` is keyed by level number; the arms record, read back from JSON,
+    keys it by string. A resumed seed must not be refused (or left out of the report) for that."""
+    from bench.efficacy_lib.finished import check_settings, differing
+
+    settings = {"domain": "math", "math": {"sealed_levels": {1: 0.4, 2: 0.4, 3: 0.2}, "test_size": 200}}
+    seed_dir = tmp_path / "seed-1"
+    seed_dir.mkdir()
+    (seed_dir / ARMS_RECORD).write_text(ArmRecords(settings=json.loads(json.dumps(settings))).model_dump_json())
+    check_settings(seed_dir, settings)
+    assert differing(settings, json.loads(json.dumps(settings))) == []
+    changed = {"domain": "math", "math": {"sealed_levels": {1: 0.5, 2: 0.3, 3: 0.2}, "test_size": 200}}
+    with pytest.raises(UserError, match="math.sealed_levels"):
+        check_settings(seed_dir, changed)
