@@ -26,7 +26,7 @@ from meta_agent.fsutil import atomic_write_text
 from meta_agent.progress import progress_bar
 from meta_agent.sealed import sealed_backend
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
-from meta_agent.swe.difficulty import bug_site, names_function
+from meta_agent.swe.difficulty import bug_site, likely_easy, names_function, site_finder
 from meta_agent.swe.env import project_env
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import MutationInfo, SweInstance, TestSetup, plain_requirement
@@ -130,16 +130,26 @@ class ProjectBuilder:
 
     # -- mutants --------------------------------------------------------------------------------------------
     def candidates(self, base: BaseRun) -> list[Mutation]:
+        """Mutants on lines some passing test executes, in the order they are tried: those that would make an
+        easy-tier instance if a test named by their function fails (`likely_easy`) first, then the rest, each
+        part in the seeded order that spreads it over files and operators. A small policy learns from the
+        easy tier, and a capped build would otherwise hold few of it (13 of 452 in the set built before)."""
         found: list[Mutation] = []
+        easy: set[str] = set()
         for rel in sorted(base.coverage):
             lines = base.coverage[rel]
             try:
                 source = self.repo.read(self.base, rel)
             except UnicodeDecodeError:
                 continue  # not UTF-8: the text edits could not round-trip it
-            found += [m for m in find_mutations(source, rel)
-                      if any(line in lines for line in range(m.line, m.end_line + 1))]
-        return order_mutations(found, self.seed)
+            site = site_finder(source)
+            for m in find_mutations(source, rel):
+                if any(line in lines for line in range(m.line, m.end_line + 1)):
+                    found.append(m)
+                    if likely_easy(m.operator, site(m.line), self.covering(base, m)):
+                        easy.add(m.id)
+        ordered = order_mutations(found, self.seed)
+        return [m for m in ordered if m.id in easy] + [m for m in ordered if m.id not in easy]
 
     def covering(self, base: BaseRun, m: Mutation) -> list[str]:
         lines = base.coverage.get(m.file, {})

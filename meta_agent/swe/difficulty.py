@@ -11,6 +11,7 @@ the bug) and are never shown to a policy or a harness.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,30 +39,50 @@ class BugSite:
 
 def bug_site(source: str, line: int) -> BugSite:
     """The innermost function (or method) of `source` whose body spans `line`."""
+    return site_finder(source)(line)
+
+
+def site_finder(source: str) -> Callable[[int], BugSite]:
+    """`bug_site` for many lines of one source, parsed once."""
     try:
         tree = parse(source)
     except SyntaxError:
-        return BugSite(None, None)
-    best: tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None
+        return lambda line: BugSite(None, None)
+    functions: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
 
     def visit(node: ast.AST, prefix: str) -> None:
-        nonlocal best
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}{child.name}"
-                end = child.end_lineno or child.lineno
-                if child.lineno <= line <= end and not isinstance(child, ast.ClassDef):
-                    best = (name, child)
+                if not isinstance(child, ast.ClassDef):
+                    functions.append((name, child))
                 visit(child, f"{name}.")
             else:
                 visit(child, prefix)
 
     visit(tree, "")
-    if best is None:
-        return BugSite(None, None)
-    name, fn = best
+
+    def find(line: int) -> BugSite:
+        best = None  # the last spanning function in visiting order is the innermost
+        for name, fn in functions:
+            if fn.lineno <= line <= (fn.end_lineno or fn.lineno):
+                best = (name, fn)
+        return BugSite(None, None) if best is None else BugSite(best[0], code_lines(best[1]))
+
+    return find
+
+
+def code_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's length in lines, decorators included and its docstring left out: a docstring is read, not
+    searched, so a 5-line function under a 20-line docstring is as easy to find a bug in as a bare one.
+    (Sets built before this counted the docstring; their recorded `function_lines` stay as they were.)"""
     start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
-    return BugSite(name, (fn.end_lineno or fn.lineno) - start + 1)
+    lines = (fn.end_lineno or fn.lineno) - start + 1
+    first = fn.body[0] if fn.body else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+            and len(fn.body) > 1):
+        lines -= (first.end_lineno or first.lineno) - first.lineno + 1
+    return lines
 
 
 def names_function(function: str | None, failing: list[str]) -> bool:
@@ -73,6 +94,13 @@ def names_function(function: str | None, failing: list[str]) -> bool:
     if len(short) < 3:
         return False  # `f`, `go`: too short to count as named
     return any(short in test.split("::", 1)[-1].lower() for test in failing if "::" in test)
+
+
+def likely_easy(operator: str, site: BugSite, covering: list[str]) -> bool:
+    """Whether a mutant, not yet tested, would make an easy instance if the tests that execute its line and
+    name its function are among those it fails (the build tries these first)."""
+    return (operator in ONE_TOKEN_FIXES and site.lines is not None and site.lines <= EASY_MAX_LINES
+            and names_function(site.function, covering))
 
 
 def tier(operator: str, lines: int | None, named: bool, failing: int) -> Tier:

@@ -1,15 +1,19 @@
-"""Deterministic train / selection / test assignment, grouped by (project, mutated source file).
+"""Deterministic train / selection / test assignment, grouped by the function (else the file) of the bug.
 
-All bugs injected into one file of one project land in the same split, so a held-out
-task is never a near-copy of a training task (same function, neighbouring line). Groups
-are visited in a seeded hash order and each goes to the split furthest below its target
-share, which keeps the shares close to the targets even with few, uneven groups.
+All bugs injected into one function of one project land in the same split, so a held-out task is never a
+near-copy of a training task (same function, neighbouring line). Grouping by function rather than by file
+loses nothing the file would protect: a train task is a checkout of the whole project, so its other files
+are seen in training either way. It lets the shares be met per difficulty tier: the easy tier sits in few
+files (more-itertools' short functions are two files), and file groups gave the test split 3 of 13 easy
+instances. Groups are visited in a seeded hash order and each goes to the split furthest below its target
+share, counted per tier and weighted by the group's tiers, so every tier follows the shares.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from meta_agent.swe.instance import SPLITS, Split, SweInstance
@@ -19,8 +23,11 @@ _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.MULTILINE)
 
 
 def group_key(instance: SweInstance) -> str:
-    """`project::file` of the bug; for imported instances, the first file the gold patch touches."""
+    """`project::file::function` of the bug (`project::file` for a bug outside any function, or built before
+    functions were recorded); for imported instances, the first file the gold patch touches."""
     if instance.mutation is not None:
+        if instance.mutation.function:
+            return f"{instance.project}::{instance.mutation.file}::{instance.mutation.function}"
         file = instance.mutation.file
     else:
         found = _DIFF_FILE.search(instance.patch)
@@ -35,20 +42,27 @@ def assign_splits(
     shares = shares or DEFAULT_SHARES
     if set(shares) - set(SPLITS) or abs(sum(shares.values()) - 1.0) > 1e-6:
         raise ValueError(f"split shares must be over {SPLITS} and sum to 1, got {shares}")
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, list[SweInstance]] = {}
     for inst in instances:
-        groups.setdefault(group_key(inst), []).append(inst.instance_id)
+        groups.setdefault(group_key(inst), []).append(inst)
     order = sorted(groups, key=lambda k: hashlib.sha256(f"{seed}:{k}".encode()).hexdigest())
-    counts: dict[Split, int] = dict.fromkeys(SPLITS, 0)
+    counts: dict[tuple[Split, str], int] = {}
+    totals: dict[str, int] = {}
     assigned: dict[str, Split] = {}
-    total = 0
     for key in order:
-        size = len(groups[key])
-        total += size
-        split = max(SPLITS, key=lambda s: (shares.get(s, 0.0) * total - counts[s], shares.get(s, 0.0)))
-        counts[split] += size
-        for instance_id in groups[key]:
-            assigned[instance_id] = split
+        tiers = Counter(str(inst.tier) for inst in groups[key])
+        for t, n in tiers.items():
+            totals[t] = totals.get(t, 0) + n
+
+        def deficit(s: Split, tiers: Counter[str] = tiers) -> tuple[float, float]:
+            share = shares.get(s, 0.0)
+            return sum(n * (share * totals[t] - counts.get((s, t), 0)) for t, n in tiers.items()), share
+
+        split = max(SPLITS, key=deficit)
+        for t, n in tiers.items():
+            counts[(split, t)] = counts.get((split, t), 0) + n
+        for inst in groups[key]:
+            assigned[inst.instance_id] = split
     return assigned
 
 
@@ -61,8 +75,8 @@ def empty_split_warning(instances: list[SweInstance]) -> str:
         return ""
     groups = len({group_key(i) for i in instances})
     return (f"split {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty: the {len(instances)} "
-            f"instances come from {groups} (project, source file) group(s) and every bug of one file goes to "
-            "one split. Build from more projects (or a project with more source files), or import the file "
+            f"instances come from {groups} (project, file, function) group(s) and every bug of one function goes "
+            "to one split. Build from more projects (or a project with more functions), or import the file "
             "with `--split train|selection|test` to choose.")
 
 

@@ -55,6 +55,7 @@ DEFAULT_PROJECTS: tuple[PinnedProject, ...] = (
     PinnedProject("cachetools", "8.0.1", "deb1d376d4d28c2f33f3e3058043b005e0af75c35c094bd54053e27d2906ad95"),
     PinnedProject("tabulate", "0.9.0", "0095b12bf5966de529c0feb1fa08671671b3368eec77d7ef7ab114be2c068b3c"),
     PinnedProject("boltons", "26.2.0", "d39cfd15c1a1c3bd4d705c82252fa9edb8e4f5e8cc039f8e39afac7b1b47e92c"),
+    PinnedProject("more-itertools", "10.5.0", "5482bfef7849c25dc3c6dd53a6173ae4795da2a41a80faea6700d9f5846c5da6"),
 )
 DEFAULT_SEED = 0
 
@@ -165,7 +166,7 @@ def import_tasks(path: Path, *, name: str, split: Split | Literal["auto"] | None
                  image_template: str | None = None) -> Manifest:
     """Validate a SWE-bench / SWE-Gym / our JSONL file and save it as task set `name`.
 
-    `split`: put every instance in that split; `auto`: assign by (project, file) like built
+    `split`: put every instance in that split; `auto`: assign by (project, file, function) like built
     sets; None: keep the file's own `split` fields (instances without one go to `test`).
     `image_template`: the image of every instance the file gives none, with `{instance_id}` and
     `{swebench_id}` (SWE-bench's spelling: `__` as `_1776_`, lowercase) filled in.

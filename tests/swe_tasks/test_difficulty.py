@@ -52,6 +52,14 @@ def test_the_bug_site_is_the_innermost_function_with_its_decorators_counted() ->
     assert bug_site("def broken(:\n", 1).function is None
 
 
+def test_a_docstring_does_not_make_a_function_long() -> None:
+    """more-itertools' functions are a few lines of code under a long docstring: the bug is no harder to find."""
+    documented = "def pairs(xs):\n    \"\"\"Pairs.\n\n" + "    >>> pairs([1])\n" * 20 + "    \"\"\"\n    return zip(xs, xs[1:])\n"
+    assert bug_site(documented, 25) == BugSite("pairs", 2)
+    only_doc = 'def stub():\n    """Only a docstring."""\n'
+    assert bug_site(only_doc, 2) == BugSite("stub", 2), "a docstring that is the whole body is its code"
+
+
 def test_a_failing_test_names_the_function_only_in_the_test_part_of_its_id() -> None:
     assert names_function("parse_date", ["tests/test_x.py::test_parse_date_iso"])
     assert names_function("Cal.add_days", ["tests/test_cal.py::TestCal::test_add_days"])

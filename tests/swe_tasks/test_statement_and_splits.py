@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from meta_agent.swe.instance import MutationInfo, SweInstance
 from meta_agent.swe.splits import assign_splits, group_key
 from meta_agent.swe.statement import quotes_patch, write_problem_statement
@@ -40,10 +42,28 @@ def test_statements_are_stable_across_runs_and_machines() -> None:
     assert a == write_problem_statement("p", list(messages), elsewhere)
 
 
-def _inst(project: str, file: str, n: int) -> SweInstance:
-    return SweInstance(instance_id=f"{project}-{file}-{n}", repo=f"pypi/{project}", base_commit="0" * 40,
+def _inst(project: str, file: str, n: int, function: str | None = None, easy: bool | None = None) -> SweInstance:
+    return SweInstance(instance_id=f"{project}-{file}-{function}-{n}", repo=f"pypi/{project}", base_commit="0" * 40,
                        patch="", problem_statement="", FAIL_TO_PASS=["t::a"],
-                       mutation=MutationInfo(operator="compare_op", file=file, line=n))
+                       mutation=MutationInfo(operator="compare_op", file=file, line=n, function=function,
+                                             function_lines=None if easy is None else 5 if easy else 80,
+                                             test_names_function=easy))
+
+
+def test_each_tier_follows_the_shares_and_a_function_never_spans_two_splits() -> None:
+    """The easy tier sits in few files: with file groups the test split got 3 of 13 easy instances. Groups
+    are functions now, and the shares hold per tier."""
+    easy = [_inst("more", f"m{f}.py", n, f"fn{k}", True) for f in range(2) for k in range(40) for n in range(3)]
+    hard = [_inst("more", f"m{f}.py", 100 + n, f"big{k}", False) for f in range(2) for k in range(30) for n in range(4)]
+    assigned = assign_splits(easy + hard, seed=1)
+    for part in (easy, hard):
+        counts = Counter(assigned[i.instance_id] for i in part)
+        for split, share in (("train", 0.7), ("selection", 0.15), ("test", 0.15)):
+            assert abs(counts[split] / len(part) - share) < 0.05, (part[0].tier, counts)
+    spans: dict[str, set[str]] = {}
+    for inst in easy + hard:
+        spans.setdefault(group_key(inst), set()).add(assigned[inst.instance_id])
+    assert len(spans) == 140 and all(len(s) == 1 for s in spans.values())
 
 
 def test_splits_group_by_project_and_file_and_follow_the_shares() -> None:
