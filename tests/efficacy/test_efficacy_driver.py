@@ -272,5 +272,5 @@ def test_a_seed_resumed_with_int_keyed_settings_matches_what_its_json_record_say
     check_settings(seed_dir, settings)
     assert differing(settings, json.loads(json.dumps(settings))) == []
     changed = {"domain": "math", "math": {"sealed_levels": {1: 0.5, 2: 0.3, 3: 0.2}, "test_size": 200}}
-    with pytest.raises(UserError, match="math.sealed_levels"):
+    with pytest.raises(UserError, match=r"math\.sealed_levels"):
         check_settings(seed_dir, changed)

@@ -54,7 +54,8 @@ def test_the_bug_site_is_the_innermost_function_with_its_decorators_counted() ->
 
 def test_a_docstring_does_not_make_a_function_long() -> None:
     """more-itertools' functions are a few lines of code under a long docstring: the bug is no harder to find."""
-    documented = "def pairs(xs):\n    \"\"\"Pairs.\n\n" + "    >>> pairs([1])\n" * 20 + "    \"\"\"\n    return zip(xs, xs[1:])\n"
+    doc = "    \"\"\"Pairs.\n\n" + "    >>> pairs([1])\n" * 20 + "    \"\"\"\n"
+    documented = "def pairs(xs):\n" + doc + "    return zip(xs, xs[1:])\n"
     assert bug_site(documented, 25) == BugSite("pairs", 2)
     only_doc = 'def stub():\n    """Only a docstring."""\n'
     assert bug_site(only_doc, 2) == BugSite("stub", 2), "a docstring that is the whole body is its code"
