@@ -80,7 +80,8 @@ def empty_split_warning(instances: list[SweInstance]) -> str:
             "with `--split train|selection|test` to choose.")
 
 
-def with_splits(instances: list[SweInstance], *, seed: int = 0) -> list[SweInstance]:
+def with_splits(instances: list[SweInstance], *, seed: int = 0,
+                shares: dict[Split, float] | None = None) -> list[SweInstance]:
     """Copies of the instances with `split` filled in."""
-    assigned = assign_splits(instances, seed=seed)
+    assigned = assign_splits(instances, seed=seed, shares=shares)
     return [i.model_copy(update={"split": assigned[i.instance_id]}) for i in instances]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from meta_agent.swe.instance import MutationInfo, SweInstance
-from meta_agent.swe.splits import assign_splits, group_key
+from meta_agent.swe.splits import assign_splits, group_key, with_splits
 from meta_agent.swe.statement import quotes_patch, write_problem_statement
 
 PATCH = """diff --git a/calc.py b/calc.py
@@ -97,3 +97,17 @@ def test_sandbox_scratch_and_temp_names_never_reach_a_statement() -> None:
         assert random not in one + two
     assert one == two
     assert "undefined name" in one and "No such file or directory" in one
+
+
+def test_the_default_set_uses_its_pinned_shares_and_the_docs_say_which() -> None:
+    """The default set's sealed splits are wider (60 / 20 / 20) so each holds 50+ easy instances."""
+    from pathlib import Path
+
+    from meta_agent.swe.taskset import DEFAULT_SHARES
+
+    easy = [_inst("p", f"m{f}.py", n, f"fn{f}", True) for f in range(100) for n in range(3)]
+    counts = Counter(i.split for i in with_splits(easy, seed=0, shares=DEFAULT_SHARES))
+    assert counts["selection"] >= 55 and counts["test"] >= 55 and counts["train"] >= 170
+    shares = " / ".join(str(round(DEFAULT_SHARES[s] * 100)) for s in ("train", "selection", "test"))
+    docs = " ".join((Path(__file__).resolve().parents[2] / "docs" / "swe-tasks.md").read_text().split())
+    assert f"the default set's shares are {shares}" in docs
