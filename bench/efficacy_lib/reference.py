@@ -37,6 +37,28 @@ REFERENCE: dict[str, dict[str, Any]] = {
     # the template's (the share of visible tests passed; DeepCoder, Luo et al. 2025, pays only a full pass,
     # which the hidden tests of the sealed split measure here); the code tasks carry a difficulty too.
     "code": GRPO_REFERENCE,
+    # Agentic SWE, the way DeepSWE (Luo et al., Agentica and Together AI, 2025, "GRPO++"), SkyRL-v0 (NovaSky,
+    # 2025) and SWE-Gym (Pan et al., 2024) set it up, sized for a small policy with LoRA on a CPU:
+    # - the LoRA learning rate above; episodes per step stay the template's 4 (one task, one group): an
+    #   episode is up to 6 x 128 tokens, ten times a math completion;
+    # - clip-higher 0.28 and no KL (beta 0, the template's already): DeepSWE, from DAPO;
+    # - no division by the group's reward std (scale_rewards none): DeepSWE, from Dr. GRPO; with a 0/1
+    #   "resolved" reward a group with one success would otherwise weigh it by 1/std;
+    # - masking episodes cut off by the turn limit (mask_truncated_completions): DeepSWE's "compact
+    #   filtering", which masks trajectories that hit the step, context or time limit;
+    # - easy-first curriculum: SkyRL-v0 and DeepSWE train on instances filtered to those the policy
+    #   can sometimes solve; the tier is the task's difficulty here;
+    # - the training scaffold the same as the sealed one it is scored under (6 turns of 128 tokens,
+    #   meta_agent.domains.settings.ScaffoldSettings): SWE-Gym and SkyRL-v0 train and evaluate in one
+    #   scaffold (OpenHands). The template trains with 3 turns of 48 tokens, too short for an edit.
+    # Not here, because it is not a setting: SWE-Gym's and Nebius's (Golubev et al., 2025) rejection-sampling
+    # fine-tuning before RL, a warm start on successful demonstrations.
+    "swe": {
+        "rl": {"learning_rate": 1.0e-4, "epsilon_high": 0.28, "scale_rewards": "none",
+               "mask_truncated_completions": True, "max_completion_length": 128},
+        "curriculum": {"strategy": "easy_first"},
+        "domain_settings": {"max_turns": 6, "turn_tokens": 128},
+    },
 }
 
 

@@ -81,3 +81,29 @@ def test_a_reference_harness_exists_for_math_and_code_and_differs_from_the_templ
         for section, values in GRPO_REFERENCE.items():
             assert {k: config[section][k] for k in values} == values, (domain, section)
         assert not repo.is_dirty(untracked_files=True), "the checkout is the reference commit"
+
+
+def test_the_swe_reference_trains_under_the_protocol_it_is_scored_under(tmp_path: Path) -> None:
+    """The template trains SWE episodes of 3 turns of 48 tokens while the sealed evaluator gives 6 of 128: a
+    policy trained on replies too short for an edit. The reference matches the protocol, and its settings
+    are ones the harness accepts."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from bench.efficacy_lib.reference import REFERENCE, make_reference_harness
+    from meta_agent.domains.settings import ScaffoldSettings
+
+    dest = make_reference_harness(tmp_path / "swe", "swe")
+    config = yaml.safe_load((dest / "harness.yaml").read_text())
+    protocol = ScaffoldSettings()
+    assert config["domain_settings"]["max_turns"] == protocol.max_turns
+    assert config["domain_settings"]["turn_tokens"] == protocol.turn_tokens == config["rl"]["max_completion_length"]
+    assert config["domain_settings"]["test_timeout_s"] == 60, "the template's other agent settings stay"
+    assert {k: config["rl"][k] for k in REFERENCE["swe"]["rl"]} == REFERENCE["swe"]["rl"]
+    checked = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from harness.config import load_config; "
+         "from harness.swe.settings import agent_settings; agent_settings(load_config(Path(sys.argv[1])))",
+         str(dest / "harness.yaml")], cwd=dest, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
