@@ -310,14 +310,15 @@ def protocol(
     gold fix acts it out in the evaluator's own episodes (one shell command per turn, each reply cut at
     the turn's token budget with SmolLM2's tokenizer) and its diffs are judged by the sealed tests.
 
-    An instance it cannot resolve cannot be resolved by any policy under these settings (a fix too long
-    for one reply, or more edits than turns): give it more --turn-tokens / --max-turns, or leave it out.
+    An edit too long for one reply is sent in parts over several turns. An instance it cannot resolve
+    cannot be resolved by any policy under these settings (a single changed line too long for a reply, or
+    more commands than turns): give it more --turn-tokens / --max-turns, or leave it out.
     Exit code 1 when any instance is not resolved.
     """
     from meta_agent.domains.settings import ScaffoldSettings, SweSettings
     from meta_agent.domains.swe import SweDomain
     from meta_agent.policy import smollm2_tokenizer
-    from meta_agent.swe.competent import CompetentAgent, fix_commands
+    from meta_agent.swe.competent import CompetentAgent
     from meta_agent.swe.instance import SPLITS
 
     if split not in SPLITS:
@@ -335,7 +336,7 @@ def protocol(
     failed = [r for r in result.results if not r.correct]
     for r in failed:
         console.print(f"[red]not resolved[/] {escape(r.task_id)}: {escape(r.detail)}", highlight=False)
-    turns = max((len(fix_commands(i)) for i in instances), default=0)
+    turns = agent.turns_needed
     console.print(f"{taskset}/{split}: {len(instances) - len(failed)} of {len(instances)} resolved by the scripted "
                   f"agent under {scaffold.max_turns} turns of {scaffold.turn_tokens} tokens; it needed up to "
                   f"{turns} turns and {agent.tokens_needed} tokens a reply", highlight=False)

@@ -18,7 +18,7 @@ tokenizer), so an edit that does not fit fails the episode. `tokens_needed` reco
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,20 +72,51 @@ def patch_edits(patch: str) -> list[Edit]:
     return edits
 
 
-def fix_commands(instance: SweInstance) -> list[str]:
-    """The gold fix as the shell commands of a competent engineer (see the module docstring)."""
+def fix_commands(instance: SweInstance, fits: Callable[[str], bool] | None = None) -> list[str]:
+    """The gold fix as the shell commands of a competent engineer (see the module docstring). With `fits`
+    (does a command fit in one reply?), a file's edit that does not fit is sent in parts, each edit bottom
+    up and its added lines in the largest runs that fit, as an engineer with short replies would."""
     edits = patch_edits(instance.patch)
     if not edits:
         return ["submit"]
     first = edits[0]
     commands = [f"sed -n '{max(1, first.start - 2)},{first.start + len(first.removed) + 3}p' {first.path}"]
     for path in dict.fromkeys(e.path for e in edits):
-        body = [f"p = {path!r}", "L = open(p).read().split('\\n')"]
-        for e in sorted((e for e in edits if e.path == path), key=lambda e: -e.start):  # bottom up: indices hold
-            body.append(f"L[{e.start}:{e.start + len(e.removed)}] = {e.added!r}")
-        body.append("open(p, 'w').write('\\n'.join(L))")
-        commands.append("python3 - <<'EOF'\n" + "\n".join(body) + "\nEOF")
+        bottom_up = sorted((e for e in edits if e.path == path), key=lambda e: -e.start)  # indices hold
+        whole = _edit_command(path, [(e.start, len(e.removed), e.added) for e in bottom_up])
+        if fits is None or fits(whole):
+            commands.append(whole)
+        else:
+            for e in bottom_up:
+                commands += _edit_in_parts(path, e, fits)
     return [*commands, "git diff", "submit"]
+
+
+def _edit_command(path: str, replacements: list[tuple[int, int, list[str]]]) -> str:
+    """A Python heredoc that replaces, for each (start, count, lines), `count` lines from `start` by `lines`."""
+    body = [f"p = {path!r}", "L = open(p).read().split('\\n')"]
+    body += [f"L[{start}:{start + count}] = {lines!r}" for start, count, lines in replacements]
+    body.append("open(p, 'w').write('\\n'.join(L))")
+    return "python3 - <<'EOF'\n" + "\n".join(body) + "\nEOF"
+
+
+def _edit_in_parts(path: str, e: Edit, fits: Callable[[str], bool]) -> list[str]:
+    """One edit as several commands: the first replaces the removed lines by the first run of added lines,
+    each later one inserts the next run after it. A single line that does not fit is sent anyway (and cut)."""
+    parts: list[str] = []
+    done = 0
+    while True:
+        take = len(e.added) - done
+        while True:
+            command = _edit_command(path, [(e.start + done, len(e.removed) if done == 0 else 0,
+                                            e.added[done:done + take])])
+            if take <= 1 or fits(command):
+                break
+            take -= 1
+        parts.append(command)
+        done += take
+        if done >= len(e.added):
+            return parts
 
 
 @dataclass
@@ -95,9 +126,14 @@ class CompetentAgent:
     instances: Sequence[SweInstance]
     tokenizer: Any
     tokens_needed: int = 0
-    """The longest reply it wanted to send, in tokens (what `turn_tokens` must allow)."""
+    """The longest reply it sent or tried to send, in tokens (an edit split into parts counts its parts)."""
+    turns_needed: int = 0
+    """The most commands one fix took (what `max_turns` must allow)."""
     cut: list[str] = field(default_factory=list)
     """Instances where a reply was cut at the budget."""
+
+    def _tokens(self, command: str) -> int:
+        return len(self.tokenizer(_reply(command), add_special_tokens=False)["input_ids"])
 
     def __call__(self, conversations: Sequence[list[dict[str, str]]], max_new: int) -> list[str]:
         by_id = {i.instance_id: i for i in self.instances}
@@ -105,9 +141,10 @@ class CompetentAgent:
         for conv in conversations:
             found = _TASK_ID.search(conv[1]["content"]) if len(conv) > 1 else None
             inst = by_id.get(found.group(1)) if found else None
-            commands = fix_commands(inst) if inst else ["submit"]
+            commands = fix_commands(inst, lambda c: self._tokens(c) <= max_new) if inst else ["submit"]
+            self.turns_needed = max(self.turns_needed, len(commands))
             turn = sum(1 for m in conv if m["role"] == "assistant")
-            text = f"```bash\n{commands[min(turn, len(commands) - 1)]}\n```"
+            text = _reply(commands[min(turn, len(commands) - 1)])
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
             self.tokens_needed = max(self.tokens_needed, len(ids))
             if len(ids) > max_new:
@@ -115,3 +152,7 @@ class CompetentAgent:
                 text = self.tokenizer.decode(ids[:max_new], skip_special_tokens=True)
             out.append(text)
         return out
+
+
+def _reply(command: str) -> str:
+    return f"```bash\n{command}\n```"
