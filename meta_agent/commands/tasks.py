@@ -336,9 +336,8 @@ def protocol(
     failed = [r for r in result.results if not r.correct]
     for r in failed:
         console.print(f"[red]not resolved[/] {escape(r.task_id)}: {escape(r.detail)}", highlight=False)
-    turns = agent.turns_needed
     console.print(f"{taskset}/{split}: {len(instances) - len(failed)} of {len(instances)} resolved by the scripted "
                   f"agent under {scaffold.max_turns} turns of {scaffold.turn_tokens} tokens; it needed up to "
-                  f"{turns} turns and {agent.tokens_needed} tokens a reply", highlight=False)
+                  f"{agent.turns_needed} turns and {agent.tokens_needed} tokens a reply", highlight=False)
     if failed:
         raise typer.Exit(1)

@@ -131,6 +131,8 @@ class CompetentAgent:
     """The most commands one fix took (what `max_turns` must allow)."""
     cut: list[str] = field(default_factory=list)
     """Instances where a reply was cut at the budget."""
+    _plans: dict[tuple[str, int], list[str]] = field(default_factory=dict, repr=False)
+    """Each episode's commands, planned at its first turn (fitting them tokenizes every part tried)."""
 
     def _tokens(self, command: str) -> int:
         return len(self.tokenizer(_reply(command), add_special_tokens=False)["input_ids"])
@@ -141,7 +143,12 @@ class CompetentAgent:
         for conv in conversations:
             found = _TASK_ID.search(conv[1]["content"]) if len(conv) > 1 else None
             inst = by_id.get(found.group(1)) if found else None
-            commands = fix_commands(inst, lambda c: self._tokens(c) <= max_new) if inst else ["submit"]
+            if inst is None:
+                commands = ["submit"]
+            elif (key := (inst.instance_id, max_new)) not in self._plans:
+                commands = self._plans[key] = fix_commands(inst, lambda c: self._tokens(c) <= max_new)
+            else:
+                commands = self._plans[key]
             self.turns_needed = max(self.turns_needed, len(commands))
             turn = sum(1 for m in conv if m["role"] == "assistant")
             text = _reply(commands[min(turn, len(commands) - 1)])

@@ -46,21 +46,19 @@ def assign_splits(
     for inst in instances:
         groups.setdefault(group_key(inst), []).append(inst)
     order = sorted(groups, key=lambda k: hashlib.sha256(f"{seed}:{k}".encode()).hexdigest())
-    counts: dict[tuple[Split, str], int] = {}
-    totals: dict[str, int] = {}
+    counts: Counter[tuple[Split, str]] = Counter()
+    totals: Counter[str] = Counter()
     assigned: dict[str, Split] = {}
     for key in order:
         tiers = Counter(str(inst.tier) for inst in groups[key])
-        for t, n in tiers.items():
-            totals[t] = totals.get(t, 0) + n
+        totals.update(tiers)
 
         def deficit(s: Split, tiers: Counter[str] = tiers) -> tuple[float, float]:
             share = shares.get(s, 0.0)
-            return sum(n * (share * totals[t] - counts.get((s, t), 0)) for t, n in tiers.items()), share
+            return sum(n * (share * totals[t] - counts[(s, t)]) for t, n in tiers.items()), share
 
         split = max(SPLITS, key=deficit)
-        for t, n in tiers.items():
-            counts[(split, t)] = counts.get((split, t), 0) + n
+        counts.update({(split, t): n for t, n in tiers.items()})
         for inst in groups[key]:
             assigned[inst.instance_id] = split
     return assigned
