@@ -99,17 +99,26 @@ def bundle_harness(reference: Path, dest: Path, report_file: Path, sandbox: str,
     report = RolloutReport.model_validate_json(report_file.read_text())
     skills = SkillSet(seed=Library.load(seed_skills(), writable=False))
     triggered = [r.skill.name for r in rank(skills, report) if r.trigger_score > 0]
-    bundle = Bundle(triggered=triggered)
+    return skills_harness(reference, dest, triggered, sandbox, work,
+                          title=f"Blind bundle of {len(triggered)} triggered seed skills",
+                          why=("the efficacy benchmark's search control", "apply every seed skill whose trigger fires"))
+
+
+def skills_harness(reference: Path, dest: Path, names: list[str], sandbox: str, work: Path, title: str,
+                   why: tuple[str, str]) -> Bundle:
+    """`dest`: a copy of `reference` with the seed skills `names` applied in turn by their apply.py, in the
+    sandbox, as one commit that main moves to (`why`: the commit's evidence and intervention). With none
+    applicable, `dest` is the reference."""
+    skills = SkillSet(seed=Library.load(seed_skills(), writable=False))
+    bundle = Bundle(triggered=names)
     shutil.rmtree(dest, ignore_errors=True)
     copy_harness(reference, dest)
-    if not triggered:
+    if not names:
         return bundle
     repo = open_harness(dest)
     main = repo.commit("main").hexsha
-    hypothesis = Hypothesis(title=f"Blind bundle of {len(triggered)} triggered seed skills"[:100],
-                            failure_mode="every triggered one", evidence="the efficacy benchmark's search control",
-                            intervention="apply every seed skill whose trigger fires", kind="performance",
-                            skills_used=triggered)
+    hypothesis = Hypothesis(title=title[:100], failure_mode="every triggered one", evidence=why[0],
+                            intervention=why[1], kind="performance", skills_used=names)
     commit, _ = implement(repo=repo, base=main, branch="blind-bundle", cand_id="bundle", hypothesis=hypothesis,
                           proposer=_ApplyAll(skills, bundle), sandbox=sealed_backend(sandbox),
                           limits=SandboxSettings(backend=sandbox).limits(), work=work / "edit",

@@ -47,6 +47,17 @@ class CurriculumSettings(BaseModel):
     pass_rates: str | None = Field(None, description="JSON file task_id -> pass rate, for strategy pass_rate")
 
 
+class WarmStartSettings(BaseModel):
+    """Supervised steps on demonstrations before GRPO (harness/warm_start.py); steps 0 = none."""
+
+    model_config = ConfigDict(extra="forbid")
+    steps: int = Field(0, ge=0, le=10_000, description="optimizer steps of supervised fine-tuning; 0 = off")
+    learning_rate: float = Field(1e-4, gt=0, lt=1)
+    batch_size: int = Field(4, ge=1, le=256, description="examples (one assistant turn each) per step")
+    max_demos: int = Field(64, ge=1, le=100_000, description="demonstrations acted out, easiest tasks first")
+    max_length: int = Field(1536, ge=64, le=32_768, description="tokens per example; longer ones are cut")
+
+
 class HarnessConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     domain: Literal["math", "code", "swe"]
@@ -55,6 +66,7 @@ class HarnessConfig(BaseModel):
     rewards: dict[str, float] = Field(default_factory=lambda: {"correctness": 1.0})
     filters: list[str] = Field(default_factory=list)
     curriculum: CurriculumSettings = CurriculumSettings()
+    warm_start: WarmStartSettings = WarmStartSettings()
     domain_settings: dict[str, object] = Field(default_factory=dict)
 
     @model_validator(mode="after")

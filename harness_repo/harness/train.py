@@ -22,6 +22,7 @@ from harness.io import JsonlAppender, harness_commit, read_tasks, write_json
 from harness.policy import load_policy as load
 from harness.policy import save_checkpoint, training_dtype
 from harness.trainer import HarnessGRPOTrainer, HarnessScorer, MetricsCallback
+from harness.warm_start import warm_start
 
 
 def tracking() -> dict[str, Any]:
@@ -107,6 +108,7 @@ def train(
     metrics = JsonlAppender(out / "metrics.jsonl")
     trainer_ref: list[HarnessGRPOTrainer] = []
     with tempfile.TemporaryDirectory(prefix="grpo-") as scratch:
+        model, peft_config = warm_start(model, tokenizer, peft_config, domain, cfg, tasks, seed, out, scratch)
         trainer = HarnessGRPOTrainer(
             model=model,
             args=grpo_args(cfg, steps, seed, scratch),

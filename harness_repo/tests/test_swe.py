@@ -129,3 +129,27 @@ def test_tampering_with_the_tests_is_labelled_and_fails_once_tests_are_restored(
     assert DIAGNOSTICS["tests_edited"](r)
     restored = evaluate(task, tamper, Path(task["tasks_dir"]), 60, restore_tests=True)
     assert restored["f2p_passed"] == 0
+
+
+EDIT = ("python3 - <<'EOF'\np = 'calc.py'\nL = open(p).read().split('\\n')\nL[2 - 1] = '    return a + b'\n"
+        "open(p, 'w').write('\\n'.join(L))\nEOF")
+
+
+def test_a_demonstration_finds_reads_edits_and_submits(task: dict[str, Any], tmp_path: Path) -> None:
+    from harness.swe.demonstrations import act_out
+    from harness.swe.settings import AgentSettings
+    from harness.warm_start import turn_examples
+
+    demo = {"function": "add", "file": "calc.py", "line": 2, "find": "grep -rn --include='*.py' 'def add(' .",
+            "edits": [EDIT]}
+    work = repo.checkout(task, tmp_path, tmp_path / "w")
+    conv = act_out(task, demo, work, AgentSettings(max_turns=4), lambda reply: True)
+    assert conv is not None
+    assert "calc.py:1:def add" in conv[3]["content"] and "2\t    return a - b" in conv[5]["content"]
+    assert (work / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert [len(e["prompt"]) for e in turn_examples([conv])] == [2, 4, 6, 8]  # one example per assistant turn
+    # more turns than the harness allows, or a reply that does not fit one: left out
+    assert act_out(task, demo, repo.checkout(task, tmp_path, tmp_path / "w2"), AgentSettings(max_turns=3),
+                   lambda reply: True) is None
+    assert act_out(task, demo, repo.checkout(task, tmp_path, tmp_path / "w3"), AgentSettings(max_turns=4),
+                   lambda reply: "python3" not in reply) is None

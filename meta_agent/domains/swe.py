@@ -1,9 +1,11 @@
 """SWE domain: repository-level bug fixing on task sets built from real projects (meta_agent/swe).
 
 The harness gets the train split as tasks whose repository trees are tar archives in the run's
-inputs (no .git, no gold patch, no other split's bugs). The sealed verifier applies a diff to a
-fresh checkout, restores the original tests and runs FAIL_TO_PASS + PASS_TO_PASS in a sandbox;
-the evaluator drives the fixed scaffold (swe_scaffold.py) with greedy decoding.
+inputs (no .git, no other split's bugs). Each carries its fix as a demonstration (meta_agent/swe/
+demonstration.py): the train split is the harness's data, for a warm start if its settings ask.
+The sealed verifier applies a diff to a fresh checkout, restores the original tests and runs
+FAIL_TO_PASS + PASS_TO_PASS in a sandbox; the evaluator drives the fixed scaffold (swe_scaffold.py)
+with greedy decoding.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from meta_agent.sealed import sealed_backend
 from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.checkout import checkout
 from meta_agent.swe.defaults import DEFAULT_TASKSET
+from meta_agent.swe.demonstration import demonstration
 from meta_agent.swe.difficulty import TIERS, Tier
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
@@ -121,12 +124,12 @@ class SweDomain:
             # its repository and environment are in its image: the harness reaches them through the episode
             # server (meta_agent/swe/episode_server.py), never as an archive
             meta = {"environment": "image", "fail_to_pass": inst.FAIL_TO_PASS, "pass_to_pass": inst.PASS_TO_PASS,
-                    "gold_files": _files(inst.patch)}
+                    "gold_files": _files(inst.patch), "demonstration": demonstration(inst)}
         elif with_files:
             meta = {"archive": f"swe/{_archive_name(inst.instance_id)}", "fail_to_pass": inst.FAIL_TO_PASS,
                     "pass_to_pass": inst.PASS_TO_PASS, "python_path": setup.python_path,
                     "pytest_args": setup.pytest_args, "test_timeout_s": setup.timeout_s,
-                    "gold_files": _files(inst.patch)}
+                    "gold_files": _files(inst.patch), "demonstration": demonstration(inst)}
         return Task(id=inst.instance_id, prompt=inst.problem_statement, answer="", source=inst.repo,
                     difficulty=_difficulty(inst), metadata=meta)
 

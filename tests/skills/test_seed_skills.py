@@ -73,7 +73,7 @@ def _swe_records(example: dict[str, Any], data: Path) -> tuple[list[Task], list[
 
 
 def _records(example: dict[str, Any], data: Path) -> tuple[list[Task], list[RolloutRecord]]:
-    if example["domain"] == "swe":
+    if example["domain"] == "swe" and "repo" in example:  # a settings-only example has no rollouts to score
         return _swe_records(example, data)
     tasks, records = {}, []
     for r in example.get("rollouts", []):

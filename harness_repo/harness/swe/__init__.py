@@ -5,9 +5,10 @@ fenced block, sees the (capped) output, and ends with `submit`; the final `git d
 checkout is the answer, scored by running the instance's tests.
 """
 
+from harness.swe.demonstrations import demonstrations
 from harness.swe.diagnostics import DIAGNOSTICS
 from harness.swe.prompts import build_messages
 from harness.swe.rewards import REWARDS
 from harness.swe.rollout_func import make_rollout_func
 
-__all__ = ["DIAGNOSTICS", "REWARDS", "build_messages", "make_rollout_func"]
+__all__ = ["DIAGNOSTICS", "REWARDS", "build_messages", "demonstrations", "make_rollout_func"]

@@ -1,0 +1,95 @@
+"""Warm start: supervised fine-tuning on demonstrations before GRPO (harness.yaml `warm_start`).
+
+When a policy cannot yet act (SmolLM2 on SWE never sends a command that edits a file), every GRPO group
+scores the same and RL has nothing to learn from. The field's answer is a short supervised phase on
+demonstrations first (SWE-Gym's rejection-sampled trajectories, SWE-smith's SFT before RL, DeepSWE's
+cold start). Here a domain that has demonstrations (`demonstrations(cfg, tasks, fits, limit)`: whole
+conversations built from the *train* tasks) gets `warm_start.steps` optimizer steps of TRL's SFTTrainer,
+with the loss on the assistant turns only; GRPO then starts from the result. Off (`steps: 0`) in the
+template. What it did goes to `warm_start.json` beside the checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset
+
+from harness.config import HarnessConfig
+from harness.domain import DomainModule
+from harness.policy import training_dtype
+
+
+def turn_examples(conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+    """One prompt-completion example per assistant turn: the conversation before it, and the turn."""
+    examples = []
+    for conv in conversations:
+        for i, message in enumerate(conv):
+            if message["role"] == "assistant":
+                examples.append({"prompt": conv[:i], "completion": [message]})
+    return examples
+
+
+def warm_start(
+    model: Any, tokenizer: Any, peft_config: Any, domain: DomainModule, cfg: HarnessConfig,
+    tasks: list[dict[str, Any]], seed: int, out: Path, scratch: str,
+) -> tuple[Any, Any]:
+    """(model, peft_config) for GRPO: unchanged when the warm start is off or has no demonstrations; else the
+    fine-tuned model, already carrying its LoRA adapter (so GRPO gets no second peft_config)."""
+    ws = cfg.warm_start
+    make = getattr(domain, "demonstrations", None)
+    if ws.steps == 0 or make is None:
+        return model, peft_config
+    started = time.monotonic()
+    turn_tokens = int(cfg.domain_settings.get("turn_tokens", cfg.rl.max_completion_length))  # type: ignore[call-overload]
+
+    def fits(reply: str) -> bool:
+        return len(tokenizer(reply, add_special_tokens=False)["input_ids"]) < turn_tokens  # room for the end token
+
+    conversations = make(cfg, tasks, fits, ws.max_demos)
+    examples = turn_examples(conversations)
+    report: dict[str, Any] = {"demonstrations": len(conversations), "examples": len(examples), "steps": 0,
+                              "loss": []}
+    if examples:
+        trainer = _trainer(model, tokenizer, peft_config, cfg, examples, seed, scratch)
+        trainer.train()
+        report["steps"] = trainer.state.global_step
+        report["loss"] = [round(float(h["loss"]), 4) for h in trainer.state.log_history if "loss" in h]
+        model, peft_config = trainer.model, None
+    report["wall_time"] = round(time.monotonic() - started, 1)
+    (out / "warm_start.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(f"warm start: {report['demonstrations']} demonstrations, {report['examples']} examples, "
+          f"{report['steps']} steps, loss {report['loss'][:1]} -> {report['loss'][-1:]}", flush=True)
+    return model, peft_config
+
+
+def _trainer(model: Any, tokenizer: Any, peft_config: Any, cfg: HarnessConfig, examples: list[dict[str, Any]],
+             seed: int, scratch: str) -> Any:
+    import torch
+    from trl import SFTConfig, SFTTrainer
+
+    ws = cfg.warm_start
+    dtype = training_dtype(cfg.rl.precision)
+    args = SFTConfig(
+        output_dir=f"{scratch}/warm-start",
+        max_steps=ws.steps,
+        per_device_train_batch_size=ws.batch_size,
+        learning_rate=ws.learning_rate,
+        max_length=ws.max_length,
+        completion_only_loss=True,
+        packing=False,
+        bf16=dtype == torch.bfloat16,
+        fp16=dtype == torch.float16,
+        gradient_checkpointing=False,
+        use_cpu=not torch.cuda.is_available(),
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=seed,
+        disable_tqdm=True,
+    )
+    return SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(examples), processing_class=tokenizer,
+                      peft_config=peft_config)

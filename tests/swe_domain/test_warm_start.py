@@ -1,0 +1,120 @@
+"""A warm start on the train split's own fixes: demonstrations a policy could follow, and SFT before GRPO.
+
+A user who turns on `warm_start` expects: demonstrations that explore the way a policy must (the fix's
+location is never given away by the task), whose edits really make the gold fix; only train tasks carry
+them; and training that starts GRPO from the fine-tuned policy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from meta_agent.contract import write_jsonl
+from meta_agent.domains.swe import SweDomain, SweSettings
+from meta_agent.gitops import export_tree, init_harness
+from meta_agent.swe.checkout import checkout
+from meta_agent.training import TRAIN_TASKS
+
+pytestmark = pytest.mark.slow  # trains a model: not in `make test-fast`
+
+
+@pytest.fixture
+def harness_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An exported SWE harness importable in this process (its code is the unit under test here)."""
+    work = export_tree(init_harness(tmp_path / "h", "swe"), "HEAD", tmp_path / "work")
+    monkeypatch.syspath_prepend(str(work))
+    monkeypatch.chdir(work)
+    for name in [m for m in sys.modules if m == "harness" or m.startswith("harness.")]:
+        monkeypatch.delitem(sys.modules, name)
+    return work
+
+
+def _with_warm_start(work: Path, steps: int) -> None:
+    path = work / "harness.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    cfg["warm_start"] = {"steps": steps, "batch_size": 2, "max_demos": 3}
+    cfg["domain_settings"].update({"max_turns": 6, "turn_tokens": 128})
+    path.write_text(yaml.safe_dump(cfg))
+
+
+def test_only_train_tasks_carry_their_fix(calc_taskset: str, tmp_path: Path) -> None:
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
+    train = domain.export_train(tmp_path / "inputs")
+    assert train and all(t.metadata["demonstration"]["edits"] for t in train)
+    for split in ("selection", "test"):
+        assert all("demonstration" not in t.metadata and "gold_files" not in t.metadata
+                   for t in domain.tasks(split))
+
+
+def test_demonstrations_explore_then_make_the_gold_fix(harness_work: Path, calc_taskset: str,
+                                                       tmp_path: Path) -> None:
+    from harness.config import load_config
+    from harness.io import read_tasks
+    from harness.swe import repo
+    from harness.swe.demonstrations import act_out
+    from harness.swe.settings import agent_settings
+
+    _with_warm_start(harness_work, steps=1)
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
+    inputs = tmp_path / "inputs"
+    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
+    settings = agent_settings(load_config())
+    by_id = {i.instance_id: i for i in domain.instances("train")}
+
+    for task in read_tasks(inputs / TRAIN_TASKS):
+        work = repo.checkout(task, Path(task["tasks_dir"]), tmp_path / "acted" / task["id"])
+        conv = act_out(task, task["metadata"]["demonstration"], work, settings, lambda reply: True)
+        assert conv is not None, task["id"]
+        replies = [m["content"] for m in conv if m["role"] == "assistant"]
+        assert replies[0].startswith("```bash\ngrep -rn") and "cat -n" in replies[1]
+        assert replies[-1] == "```bash\nsubmit\n```" and len(replies) <= settings.max_turns
+        # the search's output leads to the listing, and the listing shows the line the edit names
+        inst = by_id[task["id"]]
+        assert inst.mutation is not None and inst.mutation.function
+        assert f"{inst.mutation.line}\t" in conv[5]["content"]
+        # the edits make exactly the gold fix
+        gold = checkout(inst, tmp_path / "gold" / task["id"])
+        buggy = (gold / inst.mutation.file).read_text()
+        assert repo.apply(gold, inst.patch)[0]
+        fixed = (work / inst.mutation.file).read_text()
+        assert fixed == (gold / inst.mutation.file).read_text() != buggy
+
+
+def test_a_demonstration_that_does_not_fit_a_turn_is_left_out(harness_work: Path, calc_taskset: str,
+                                                              tmp_path: Path) -> None:
+    from harness.config import load_config
+    from harness.io import read_tasks
+    from harness.swe.demonstrations import demonstrations
+
+    _with_warm_start(harness_work, steps=1)
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
+    inputs = tmp_path / "inputs"
+    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
+    tasks = read_tasks(inputs / TRAIN_TASKS)
+    cfg = load_config()
+    assert len(demonstrations(cfg, tasks, lambda r: True, limit=2)) == 2
+    assert demonstrations(cfg, tasks, lambda r: "python3" not in r, limit=2) == []
+
+
+def test_training_starts_grpo_from_the_warm_started_policy(harness_work: Path, calc_taskset: str,
+                                                           tiny_policy: Path, tmp_path: Path) -> None:
+    from harness.train import train
+
+    _with_warm_start(harness_work, steps=3)
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
+    inputs = tmp_path / "inputs"
+    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
+    out = tmp_path / "out"
+    train(tiny_policy, steps=1, seed=0, out=out, tasks_file=inputs / TRAIN_TASKS, history=None, progress=False)
+
+    report = json.loads((out / "warm_start.json").read_text())
+    assert report["demonstrations"] == 3 and report["examples"] >= 3 * 3
+    assert report["steps"] == 3 and len(report["loss"]) == 3
+    # GRPO ran on top (one step) and the checkpoint is the one adapter both trained
+    assert sum(1 for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()) == 1
+    assert (out / "adapter_model.safetensors").is_file() or any(out.glob("**/adapter_model.safetensors"))
