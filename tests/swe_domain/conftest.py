@@ -7,11 +7,13 @@ real builder: AST mutants of the project, kept only if they fail tests and the g
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import git
 import pytest
 
+from meta_agent.gitops import export_tree, init_harness
 from meta_agent.swe.build import build_tasks
 from meta_agent.swe.sources import Source
 from meta_agent.swe.taskset import list_tasksets, save_taskset
@@ -45,3 +47,14 @@ def calc_taskset(tmp_path_factory: pytest.TempPathFactory) -> str:
     kept = [i.model_copy(update={"split": s}) for i, s in zip(instances, splits, strict=False)]
     save_taskset(TASKSET, kept, origin="tests: calc project")
     return TASKSET
+
+
+@pytest.fixture
+def harness_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An exported SWE harness importable in this process (its code is the unit under test here)."""
+    work = export_tree(init_harness(tmp_path / "h", "swe"), "HEAD", tmp_path / "work")
+    monkeypatch.syspath_prepend(str(work))
+    monkeypatch.chdir(work)
+    for name in [m for m in sys.modules if m == "harness" or m.startswith("harness.")]:
+        monkeypatch.delitem(sys.modules, name)
+    return work

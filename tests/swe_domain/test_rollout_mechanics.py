@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -11,21 +10,9 @@ import pytest
 
 from meta_agent.contract import write_jsonl
 from meta_agent.domains.swe import SweDomain, SweSettings
-from meta_agent.gitops import export_tree, init_harness
 from meta_agent.training import TRAIN_TASKS
 
 pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
-
-
-@pytest.fixture
-def harness_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An exported SWE harness importable in this process (its code is the unit under test here)."""
-    work = export_tree(init_harness(tmp_path / "h", "swe"), "HEAD", tmp_path / "work")
-    monkeypatch.syspath_prepend(str(work))
-    monkeypatch.chdir(work)
-    for name in [m for m in sys.modules if m == "harness" or m.startswith("harness.")]:
-        monkeypatch.delitem(sys.modules, name)
-    return work
 
 
 def test_env_mask_zeroes_exactly_the_observation_tokens(

@@ -8,7 +8,6 @@ them; and training that starts GRPO from the fine-tuned policy.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ import yaml
 
 from meta_agent.contract import write_jsonl
 from meta_agent.domains.swe import SweDomain, SweSettings
-from meta_agent.gitops import export_tree, init_harness
 from meta_agent.swe.checkout import checkout
 from meta_agent.training import TRAIN_TASKS
 
@@ -24,14 +22,19 @@ pytestmark = pytest.mark.slow  # trains a model: not in `make test-fast`
 
 
 @pytest.fixture
-def harness_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An exported SWE harness importable in this process (its code is the unit under test here)."""
-    work = export_tree(init_harness(tmp_path / "h", "swe"), "HEAD", tmp_path / "work")
-    monkeypatch.syspath_prepend(str(work))
-    monkeypatch.chdir(work)
-    for name in [m for m in sys.modules if m == "harness" or m.startswith("harness.")]:
-        monkeypatch.delitem(sys.modules, name)
-    return work
+def harness_work(harness_modules: Path) -> Path:
+    """The exported SWE harness (conftest.py), its agent given the sealed protocol's turns and a warm start."""
+    _with_warm_start(harness_modules, steps=1)
+    return harness_modules
+
+
+@pytest.fixture
+def train_tasks(calc_taskset: str, tmp_path: Path) -> Path:
+    """The calc set's train tasks as the harness reads them (archives beside the tasks file)."""
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
+    inputs = tmp_path / "inputs"
+    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
+    return inputs / TRAIN_TASKS
 
 
 def _with_warm_start(work: Path, steps: int) -> None:
@@ -51,7 +54,7 @@ def test_only_train_tasks_carry_their_fix(calc_taskset: str, tmp_path: Path) -> 
                    for t in domain.tasks(split))
 
 
-def test_demonstrations_explore_then_make_the_gold_fix(harness_work: Path, calc_taskset: str,
+def test_demonstrations_explore_then_make_the_gold_fix(harness_work: Path, train_tasks: Path, calc_taskset: str,
                                                        tmp_path: Path) -> None:
     from harness.config import load_config
     from harness.io import read_tasks
@@ -59,14 +62,9 @@ def test_demonstrations_explore_then_make_the_gold_fix(harness_work: Path, calc_
     from harness.swe.demonstrations import act_out
     from harness.swe.settings import agent_settings
 
-    _with_warm_start(harness_work, steps=1)
-    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
-    inputs = tmp_path / "inputs"
-    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
     settings = agent_settings(load_config())
-    by_id = {i.instance_id: i for i in domain.instances("train")}
-
-    for task in read_tasks(inputs / TRAIN_TASKS):
+    by_id = {i.instance_id: i for i in SweDomain(SweSettings(taskset=calc_taskset)).instances("train")}
+    for task in read_tasks(train_tasks):
         work = repo.checkout(task, Path(task["tasks_dir"]), tmp_path / "acted" / task["id"])
         conv = act_out(task, task["metadata"]["demonstration"], work, settings, lambda reply: True)
         assert conv is not None, task["id"]
@@ -85,36 +83,28 @@ def test_demonstrations_explore_then_make_the_gold_fix(harness_work: Path, calc_
         assert fixed == (gold / inst.mutation.file).read_text() != buggy
 
 
-def test_a_demonstration_that_does_not_fit_a_turn_is_left_out(harness_work: Path, calc_taskset: str,
-                                                              tmp_path: Path) -> None:
+def test_a_demonstration_that_does_not_fit_a_turn_is_left_out(harness_work: Path, train_tasks: Path) -> None:
     from harness.config import load_config
     from harness.io import read_tasks
     from harness.swe.demonstrations import demonstrations
 
-    _with_warm_start(harness_work, steps=1)
-    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
-    inputs = tmp_path / "inputs"
-    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
-    tasks = read_tasks(inputs / TRAIN_TASKS)
+    tasks = read_tasks(train_tasks)
     cfg = load_config()
     assert len(demonstrations(cfg, tasks, lambda r: True, limit=2)) == 2
     assert demonstrations(cfg, tasks, lambda r: "python3" not in r, limit=2) == []
 
 
-def test_training_starts_grpo_from_the_warm_started_policy(harness_work: Path, calc_taskset: str,
+def test_training_starts_grpo_from_the_warm_started_policy(harness_work: Path, train_tasks: Path,
                                                            tiny_policy: Path, tmp_path: Path) -> None:
     from harness.train import train
 
     _with_warm_start(harness_work, steps=3)
-    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
-    inputs = tmp_path / "inputs"
-    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
     out = tmp_path / "out"
-    train(tiny_policy, steps=1, seed=0, out=out, tasks_file=inputs / TRAIN_TASKS, history=None, progress=False)
+    train(tiny_policy, steps=1, seed=0, out=out, tasks_file=train_tasks, history=None, progress=False)
 
     report = json.loads((out / "warm_start.json").read_text())
     assert report["demonstrations"] == 3 and report["examples"] >= 3 * 3
     assert report["steps"] == 3 and len(report["loss"]) == 3
-    # GRPO ran on top (one step) and the checkpoint is the one adapter both trained
+    # GRPO ran on top (one step) and saved the adapter both phases trained
     assert sum(1 for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()) == 1
-    assert (out / "adapter_model.safetensors").is_file() or any(out.glob("**/adapter_model.safetensors"))
+    assert any(out.glob("**/adapter_model.safetensors"))
