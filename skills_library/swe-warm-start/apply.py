@@ -1,8 +1,13 @@
-"""Turn on the warm start: supervised steps on the train split's demonstrations before GRPO."""
+"""Turn on the warm start: supervised steps on the train split's demonstrations before GRPO.
+
+A demonstration needs about 4 turns (find, read, edit, submit) and an edit of up to ~128 tokens; under a
+smaller turn budget every one is left out, so the budget is raised to that where it is lower."""
 
 from pathlib import Path
 
-from skillkit import set_setting
+from skillkit import get_setting, set_setting
+
+TURNS, TURN_TOKENS = 5, 128
 
 
 def apply(harness_dir: Path, params: dict) -> str:
@@ -12,6 +17,15 @@ def apply(harness_dir: Path, params: dict) -> str:
     settings = {"steps": steps, "batch_size": int(params.get("batch_size", 4)),
                 "max_demos": int(params.get("max_demos", 48)),
                 "learning_rate": float(params.get("learning_rate", 1.0e-4))}
+    set_setting(harness_dir, "warm_start.steps", steps)  # says "already applied" when it is
     for key, value in settings.items():
-        set_setting(harness_dir, f"warm_start.{key}", value)
-    return "warm start: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in settings.items())
+        if key != "steps" and get_setting(harness_dir, f"warm_start.{key}") != value:
+            set_setting(harness_dir, f"warm_start.{key}", value)
+    done = ["warm start: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                                        for k, v in settings.items())]
+    for key, least in (("max_turns", TURNS), ("turn_tokens", TURN_TOKENS)):
+        old = int(get_setting(harness_dir, f"domain_settings.{key}", 0) or 0)
+        if old < least:
+            set_setting(harness_dir, f"domain_settings.{key}", least)
+            done.append(f"domain_settings.{key} {old} -> {least} (a demonstration must fit)")
+    return "; ".join(done)
