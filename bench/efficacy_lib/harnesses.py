@@ -70,8 +70,8 @@ class _ApplyAll:
 
     name = "blind-bundle"
 
-    def __init__(self, skills: SkillSet, bundle: Bundle) -> None:
-        self.skills, self.bundle = skills, bundle
+    def __init__(self, skills: SkillSet, bundle: Bundle, params: dict[str, dict[str, object]] | None = None) -> None:
+        self.skills, self.bundle, self.params = skills, bundle, params or {}
 
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
         return []
@@ -79,7 +79,8 @@ class _ApplyAll:
     def implement(self, hypothesis: Hypothesis, workspace: Workspace) -> Implementation:
         for name in hypothesis.skills_used:
             skill = self.skills.get(name)
-            outcome = run_apply(workspace.session, workspace.kit_dir, skill, workspace.path, dict(skill.meta.params))
+            params = {**skill.meta.params, **self.params.get(name, {})}
+            outcome = run_apply(workspace.session, workspace.kit_dir, skill, workspace.path, params)
             if outcome.ok:
                 self.bundle.applied.append(name)
             elif outcome.reason.startswith(ALREADY_APPLIED):
@@ -105,10 +106,10 @@ def bundle_harness(reference: Path, dest: Path, report_file: Path, sandbox: str,
 
 
 def skills_harness(reference: Path, dest: Path, names: list[str], sandbox: str, work: Path, title: str,
-                   why: tuple[str, str]) -> Bundle:
+                   why: tuple[str, str], params: dict[str, dict[str, object]] | None = None) -> Bundle:
     """`dest`: a copy of `reference` with the seed skills `names` applied in turn by their apply.py, in the
-    sandbox, as one commit that main moves to (`why`: the commit's evidence and intervention). With none
-    applicable, `dest` is the reference."""
+    sandbox, as one commit that main moves to (`why`: the commit's evidence and intervention; `params`: a
+    skill's parameters other than its defaults). With none applicable, `dest` is the reference."""
     skills = SkillSet(seed=Library.load(seed_skills(), writable=False))
     bundle = Bundle(triggered=names)
     shutil.rmtree(dest, ignore_errors=True)
@@ -120,7 +121,7 @@ def skills_harness(reference: Path, dest: Path, names: list[str], sandbox: str, 
     hypothesis = Hypothesis(title=title[:100], failure_mode="every triggered one", evidence=why[0],
                             intervention=why[1], kind="performance", skills_used=names)
     commit, _ = implement(repo=repo, base=main, branch="blind-bundle", cand_id="bundle", hypothesis=hypothesis,
-                          proposer=_ApplyAll(skills, bundle), sandbox=sealed_backend(sandbox),
+                          proposer=_ApplyAll(skills, bundle, params), sandbox=sealed_backend(sandbox),
                           limits=SandboxSettings(backend=sandbox).limits(), work=work / "edit",
                           kit_dir=prepare_kit(work / "kit"), readable=[seed_skills()], when=None)
     if commit is not None:
