@@ -8,6 +8,9 @@ them; and training that starts GRPO from the fine-tuned policy.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,11 +99,12 @@ def test_a_demonstration_that_does_not_fit_a_turn_is_left_out(harness_work: Path
 
 def test_training_starts_grpo_from_the_warm_started_policy(harness_work: Path, train_tasks: Path,
                                                            tiny_policy: Path, tmp_path: Path) -> None:
-    from harness.train import train
-
+    # its own process, as meta-agent runs it: training patches TRL's log-prob head for the whole process
     _with_warm_start(harness_work, steps=3)
     out = tmp_path / "out"
-    train(tiny_policy, steps=1, seed=0, out=out, tasks_file=train_tasks, history=None, progress=False)
+    subprocess.run([sys.executable, "-m", "harness", "train", "--policy", str(tiny_policy), "--steps", "1",
+                    "--out", str(out), "--tasks", str(train_tasks)], cwd=harness_work, check=True, timeout=900,
+                   env={**os.environ, "PYTHONPATH": str(harness_work)})
 
     report = json.loads((out / "warm_start.json").read_text())
     assert report["demonstrations"] == 3 and report["examples"] >= 3 * 3
