@@ -51,11 +51,13 @@ REFERENCE: dict[str, dict[str, Any]] = {
     # - the training scaffold the same as the sealed one it is scored under (6 turns of 128 tokens,
     #   meta_agent.domains.settings.ScaffoldSettings): SWE-Gym and SkyRL-v0 train and evaluate in one
     #   scaffold (OpenHands). The template trains with 3 turns of 48 tokens, too short for an edit.
+    # - one episode per forward and backward pass (micro_batch_size 1, gradient accumulation): the same
+    #   update; four ~2,500-token episodes at once took SmolLM2 past the default 12 GB sandbox cap.
     # Not here, because it is not a setting: SWE-Gym's and Nebius's (Golubev et al., 2025) rejection-sampling
     # fine-tuning before RL, a warm start on successful demonstrations.
     "swe": {
         "rl": {"learning_rate": 1.0e-4, "epsilon_high": 0.28, "scale_rewards": "none",
-               "mask_truncated_completions": True, "max_completion_length": 128},
+               "mask_truncated_completions": True, "max_completion_length": 128, "micro_batch_size": 1},
         "curriculum": {"strategy": "easy_first"},
         "domain_settings": {"max_turns": 6, "turn_tokens": 128},
     },

@@ -39,6 +39,18 @@ class RLSettings(BaseModel):
         "(harness/merged_policy.py); transformers: TRL's generate on the trained model itself; vllm: TRL's "
         "use_vllm, colocate mode (a CUDA GPU and vLLM installed)")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=0.95, description="GPU memory vLLM may take")
+    micro_batch_size: int | None = Field(
+        None, ge=1, le=4096, description="at most this many completions per forward and backward pass: a step's "
+        "num_generations x prompts_per_step completions are accumulated over equal passes (the largest divisor of "
+        "the step's batch not above this), one optimizer step as before; less memory, the same update up to float "
+        "rounding. None: the whole step in one pass")
+
+    def micro_batch(self) -> tuple[int, int]:
+        """(completions per pass, passes per optimizer step)."""
+        batch = self.num_generations * self.prompts_per_step
+        cap = min(self.micro_batch_size or batch, batch)
+        size = max(d for d in range(1, cap + 1) if batch % d == 0)
+        return size, batch // size
 
 
 class CurriculumSettings(BaseModel):

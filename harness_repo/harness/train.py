@@ -40,12 +40,15 @@ def tracking() -> dict[str, Any]:
 def grpo_args(cfg: HarnessConfig, steps: int, seed: int, output_dir: str) -> GRPOConfig:
     rl = cfg.rl
     dtype = training_dtype(rl.precision)
+    per_pass, passes = rl.micro_batch()
     return GRPOConfig(
         output_dir=output_dir,
         max_steps=steps,
-        per_device_train_batch_size=rl.num_generations * rl.prompts_per_step,
+        # TRL generates the whole step's batch at once (steps_per_generation defaults to the accumulation
+        # steps) and then runs it through forward and backward `per_pass` completions at a time.
+        per_device_train_batch_size=per_pass,
         num_generations=rl.num_generations,
-        gradient_accumulation_steps=1,
+        gradient_accumulation_steps=passes,
         max_completion_length=rl.max_completion_length,
         learning_rate=rl.learning_rate,
         temperature=rl.temperature,
