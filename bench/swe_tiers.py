@@ -19,8 +19,6 @@ keeps finished runs and evaluations.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -29,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.efficacy_lib.commands import run_meta_agent  # noqa: E402
+from bench.efficacy_lib.commands import rollout_once, run_meta_agent, write_table  # noqa: E402
 from meta_agent.contract import RolloutRecord, read_jsonl  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
@@ -76,11 +74,9 @@ def _measure(out: Path, choice: str, policy: str, steps: int, seed: int, test_li
     run = here / "rollout"
     # Finished = its verified episodes are saved (atomically, after training): they are all this table reads,
     # and all that bench/results keeps of the run (.gitignore), so a clone of the results re-trains nothing.
-    if not (run / "train" / VERIFIED).is_file():
-        if run.exists():
-            shutil.rmtree(run)  # a killed run starts over
-        meta_agent("rollout", "--config", str(config), "--domain", "swe", "--policy", policy,
-                   "--steps", str(steps), "--seed", str(seed), "--run-dir", str(run))
+    rollout_once(run, run / "train" / VERIFIED, lambda: meta_agent(
+        "rollout", "--config", str(config), "--domain", "swe", "--policy", policy, "--steps", str(steps),
+        "--seed", str(seed), "--run-dir", str(run)))
     test = here / "test.json"
     if not test.is_file():
         meta_agent("eval", "--config", str(config), "--domain", "swe", "--policy", policy, "--split", "test",
@@ -117,9 +113,7 @@ def main() -> None:
     out = args.out.resolve()
     rows = [_measure(out, choice, args.policy, args.steps, args.seed, args.test_limit) for choice in args.choices]
     text = _table(rows, args.steps)
-    atomic_write_text(out / "table.md", text + "\n")
-    atomic_write_text(out / "table.json", json.dumps(rows, indent=2))
-    print(text)
+    write_table(out, rows, text)
 
 
 if __name__ == "__main__":

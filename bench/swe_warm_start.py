@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.efficacy_lib.commands import run_meta_agent  # noqa: E402
+from bench.efficacy_lib.commands import rollout_once, run_meta_agent, write_table  # noqa: E402
 from bench.efficacy_lib.harnesses import skills_harness  # noqa: E402
 from bench.efficacy_lib.reference import make_reference_harness  # noqa: E402
 from meta_agent.contract import RolloutRecord, read_jsonl  # noqa: E402
@@ -112,12 +111,9 @@ def _arm(out: Path, name: str, skills: dict[str, dict[str, object]], policy: str
         if sorted(bundle.applied) != sorted(skills):
             raise SystemExit(f"{name}: applied {bundle.applied}, failed {bundle.failed}")
     run = here / "rollout"
-    if not (run / "train" / VERIFIED).is_file():
-        if run.exists():
-            shutil.rmtree(run)  # a killed run starts over
-        meta_agent("rollout", "--config", str(config), "--domain", "swe", "--harness", str(harness),
-                   "--policy", policy, "--steps", str(steps), "--seed", str(seed), "--run-dir", str(run),
-                   "--sandbox", sandbox)
+    rollout_once(run, run / "train" / VERIFIED, lambda: meta_agent(
+        "rollout", "--config", str(config), "--domain", "swe", "--harness", str(harness), "--policy", policy,
+        "--steps", str(steps), "--seed", str(seed), "--run-dir", str(run), "--sandbox", sandbox))
     scored = here / "selection.json"
     if not scored.is_file():
         meta_agent("eval", "--config", str(config), "--domain", "swe", "--policy", str(run / "train" / "checkpoint"),
@@ -157,9 +153,7 @@ def main() -> None:
                  args.memory_mb)
             for name in args.arms]
     text = _table(rows, args.steps)
-    atomic_write_text(out / "table.md", text + "\n")
-    atomic_write_text(out / "table.json", json.dumps(rows, indent=2))
-    print(text)
+    write_table(out, rows, text)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,19 @@ never leaving a child behind when the benchmark is stopped."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from meta_agent.errors import UserError
+from meta_agent.fsutil import atomic_write_text
 from meta_agent.sealed import SECRET_ENV
 
 META_AGENT = (sys.executable, "-m", "meta_agent")
@@ -61,3 +66,20 @@ def stop_on_sigterm() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, handler)
+
+
+def rollout_once(run: Path, done: Path, start: Callable[[], object]) -> None:
+    """Call `start` (a `meta-agent rollout` into `run`) unless `done`, the file it writes last, is there: a run
+    killed before writing it starts over in an empty `run`, so a benchmark resumes without mixing two runs."""
+    if done.is_file():
+        return
+    if run.exists():
+        shutil.rmtree(run)
+    start()
+
+
+def write_table(out: Path, rows: list[dict[str, Any]], text: str) -> None:
+    """The benchmark's table as `table.md` (for people) and `table.json` (its rows), and on stdout."""
+    atomic_write_text(out / "table.md", text + "\n")
+    atomic_write_text(out / "table.json", json.dumps(rows, indent=2))
+    print(text)
