@@ -13,10 +13,13 @@ from pathlib import Path
 import git
 import pytest
 
+from meta_agent.contract import write_jsonl
+from meta_agent.domains.swe import SweDomain, SweSettings
 from meta_agent.gitops import export_tree, init_harness
 from meta_agent.swe.build import build_tasks
 from meta_agent.swe.sources import Source
 from meta_agent.swe.taskset import list_tasksets, save_taskset
+from meta_agent.training import TRAIN_TASKS
 from tests.swe_tasks.swe_test_projects import CALC, TEST_CALC
 
 TASKSET = "calc-e2e"
@@ -58,3 +61,12 @@ def harness_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in [m for m in sys.modules if m == "harness" or m.startswith("harness.")]:
         monkeypatch.delitem(sys.modules, name)
     return work
+
+
+@pytest.fixture
+def train_tasks(calc_taskset: str, tmp_path: Path) -> Path:
+    """The calc set's train tasks as the harness reads them (archives beside the tasks file)."""
+    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
+    inputs = tmp_path / "inputs"
+    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
+    return inputs / TRAIN_TASKS

@@ -16,10 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from meta_agent.contract import write_jsonl
 from meta_agent.domains.swe import SweDomain, SweSettings
 from meta_agent.swe.checkout import checkout
-from meta_agent.training import TRAIN_TASKS
 
 pytestmark = pytest.mark.slow  # trains a model: not in `make test-fast`
 
@@ -29,15 +27,6 @@ def harness_work(harness_modules: Path) -> Path:
     """The exported SWE harness (conftest.py), its agent given the sealed protocol's turns and a warm start."""
     _with_warm_start(harness_modules, steps=1)
     return harness_modules
-
-
-@pytest.fixture
-def train_tasks(calc_taskset: str, tmp_path: Path) -> Path:
-    """The calc set's train tasks as the harness reads them (archives beside the tasks file)."""
-    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
-    inputs = tmp_path / "inputs"
-    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
-    return inputs / TRAIN_TASKS
 
 
 def _with_warm_start(work: Path, steps: int) -> None:
