@@ -27,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.efficacy_lib.commands import rollout_once, run_meta_agent, write_table  # noqa: E402
+from bench.efficacy_lib.commands import rollout_once, run_meta_agent, stop_on_sigterm, write_table  # noqa: E402
 from meta_agent.contract import RolloutRecord, read_jsonl  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
@@ -110,6 +110,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "swe-tiers")
     args = ap.parse_args()
+    stop_on_sigterm()  # a stopped benchmark stops the run it started (resumable: finished arms are kept)
     out = args.out.resolve()
     rows = [_measure(out, choice, args.policy, args.steps, args.seed, args.test_limit) for choice in args.choices]
     text = _table(rows, args.steps)

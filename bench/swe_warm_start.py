@@ -34,7 +34,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.efficacy_lib.commands import rollout_once, run_meta_agent, write_table  # noqa: E402
+from bench.efficacy_lib.commands import rollout_once, run_meta_agent, stop_on_sigterm, write_table  # noqa: E402
 from bench.efficacy_lib.harnesses import skills_harness  # noqa: E402
 from bench.efficacy_lib.reference import make_reference_harness  # noqa: E402
 from meta_agent.contract import RolloutRecord, read_jsonl  # noqa: E402
@@ -148,6 +148,7 @@ def main() -> None:
     ap.add_argument("--memory-mb", type=int, default=20_000, help="memory cap of each training sandbox")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "swe-warm-start")
     args = ap.parse_args()
+    stop_on_sigterm()  # a stopped benchmark stops the run it started (resumable: finished arms are kept)
     out = args.out.resolve()
     rows = [_arm(out, name, ARMS[name], args.policy, args.steps, args.seed, args.selection, args.sandbox,
                  args.memory_mb)
