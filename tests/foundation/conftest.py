@@ -32,3 +32,14 @@ def trained(
         out_dir=root / "train", tasks_file=tasks,
     )
     return repo, run, tasks
+
+
+def add_brevity_reward(root: Path) -> None:
+    """Give the math harness at `root` a reward that differs inside every group, so a step has a gradient."""
+    rewards = root / "harness" / "math" / "rewards.py"
+    rewards.write_text(rewards.read_text().replace(
+        "REWARDS: dict[str, Callable[[Rollout], float]] = {",
+        "def brevity(r: Rollout) -> float:\n    return -len(r.completion) / 500\n\n\n"
+        "REWARDS: dict[str, Callable[[Rollout], float]] = {\n    \"brevity\": brevity,"))
+    cfg = root / "harness.yaml"
+    cfg.write_text(cfg.read_text().replace("  correctness: 1.0", "  correctness: 1.0\n  brevity: 1.0"))

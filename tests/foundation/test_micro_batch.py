@@ -15,6 +15,7 @@ from meta_agent.domains.math import MathDomain
 from meta_agent.training import train_commit, write_train_tasks
 from sandboxes import Limits, Sandbox
 from tests.conftest import commit_all
+from tests.foundation.conftest import add_brevity_reward
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness_repo"))
 
@@ -27,28 +28,22 @@ pytestmark = pytest.mark.slow  # trains a model: not in `make test-fast`
 def test_the_step_is_split_into_equal_passes_no_larger_than_asked(
     generations: int, prompts: int, cap: int | None, want: tuple[int, int]
 ) -> None:
-    from harness.config import RLSettings
+    from harness.config import HarnessConfig, RLSettings
+    from harness.train import grpo_args
 
     rl = RLSettings(num_generations=generations, prompts_per_step=prompts, micro_batch_size=cap)
     assert rl.micro_batch() == want
-
-
-def _brevity_reward(root: Path) -> None:
-    """A reward that differs inside every group, so each step has a gradient to compare."""
-    rewards = root / "harness" / "math" / "rewards.py"
-    rewards.write_text(rewards.read_text().replace(
-        "REWARDS: dict[str, Callable[[Rollout], float]] = {",
-        "def brevity(r: Rollout) -> float:\n    return -len(r.completion) / 500\n\n\n"
-        "REWARDS: dict[str, Callable[[Rollout], float]] = {\n    \"brevity\": brevity,"))
-    cfg = root / "harness.yaml"
-    cfg.write_text(cfg.read_text().replace("  correctness: 1.0", "  correctness: 1.0\n  brevity: 1.0"))
+    args = grpo_args(HarnessConfig(domain="math", rl=rl), steps=1, seed=0, output_dir="unused")
+    # what TRL is handed: passes of `want[0]` completions, one optimizer step over the whole generated batch
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == want
+    assert args.generation_batch_size == generations * prompts
 
 
 def test_micro_batches_make_the_update_the_whole_batch_makes(
     math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
 ) -> None:
     root = Path(math_harness.working_dir)
-    _brevity_reward(root)
+    add_brevity_reward(root)
     whole = commit_all(math_harness, "a reward with variance")
     cfg = root / "harness.yaml"
     cfg.write_text(cfg.read_text().replace("rl:\n", "rl:\n  micro_batch_size: 1\n", 1))

@@ -13,7 +13,7 @@ from meta_agent.domains.math import MathDomain
 from meta_agent.training import TrainedRun, train_commit
 from sandboxes import Limits, Sandbox
 from tests.conftest import commit_all
-from tests.foundation.conftest import STEPS
+from tests.foundation.conftest import STEPS, add_brevity_reward
 
 pytestmark = pytest.mark.slow  # trains a model or runs a whole loop: not in `make test-fast`
 
@@ -51,17 +51,7 @@ def test_training_with_reward_variance_moves_the_weights(
     math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
 ) -> None:
     """With a reward that differs inside groups, GRPO has a gradient and the LoRA weights change."""
-    root = Path(math_harness.working_dir)
-    rewards = root / "harness" / "math" / "rewards.py"
-    rewards.write_text(
-        rewards.read_text().replace(
-            "REWARDS: dict[str, Callable[[Rollout], float]] = {",
-            "def brevity(r: Rollout) -> float:\n    return -len(r.completion) / 500\n\n\n"
-            "REWARDS: dict[str, Callable[[Rollout], float]] = {\n    \"brevity\": brevity,",
-        )
-    )
-    cfg = root / "harness.yaml"
-    cfg.write_text(cfg.read_text().replace("  correctness: 1.0", "  correctness: 1.0\n  brevity: 1.0"))
+    add_brevity_reward(Path(math_harness.working_dir))
     commit = commit_all(math_harness, "add a brevity reward")
     from meta_agent.training import write_train_tasks
 
