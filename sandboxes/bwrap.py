@@ -6,7 +6,8 @@ the system and of the Python runtime, the workdir and scratch dir writable, a pr
 `sandboxes.sandbox_init` as its PID 1, which starts each command (one posix_spawn, so
 a run costs about what a bare process costs) and kills whatever a run leaves behind.
 Memory, pids and CPU are limited by cgroups (v1 or v2, detected at run time); where no
-cgroup is writable, only memory is limited, per process, with RLIMIT_AS. The disk quota
+cgroup is writable, only memory is limited, per process, with RLIMIT_AS (RLIMIT_DATA for a
+session with GPUs, `sandboxes.gpu.memory_rlimit`). The disk quota
 (`sandboxes.disk_quota`) covers the workdir, the writable mounts and the scratch dir.
 """
 
@@ -42,6 +43,7 @@ from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command, send_message
 from sandboxes.disk_quota import TMPFS, DiskQuota, fsize_limit, tmpfs_bytes
+from sandboxes.gpu import memory_rlimit
 from sandboxes.identity import sandbox_identity
 from sandboxes.mounts import session_mounts
 from sandboxes.seccomp import filter_fd
@@ -51,7 +53,7 @@ SESSION_DIR_PREFIX = "meta-agent-bwrap-"
 START_TIMEOUT_S = 60.0
 GRACE_S = 10.0
 """How long a killed run may take to report back before the whole sandbox is torn down."""
-# Signs that a process hit RLIMIT_AS (the memory limit without cgroups): it fails, not killed.
+# Signs that a process hit RLIMIT_AS or RLIMIT_DATA (the memory limit without cgroups): it fails, not killed.
 RLIMIT_OOM_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 
 # --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that spawned bwrap
@@ -148,7 +150,8 @@ class BwrapSession(ClosingSession):
             self.limit_mode = f"rlimits ({err})"
             print(
                 f"WARNING: bwrap sandbox without cgroups: {err}. Only the memory limit is enforced "
-                "(per process, RLIMIT_AS); the pids and CPU limits are not.",
+                f"(per process, {'RLIMIT_DATA' if limits.gpus else 'RLIMIT_AS'}); the pids and CPU limits "
+                "are not.",
                 file=sys.stderr,
             )
 
@@ -158,7 +161,7 @@ class BwrapSession(ClosingSession):
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
         if self.cgroup is None:
             memory = self.limits.memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(memory_rlimit(self.limits.gpus), (memory, memory))
 
     def _start(self) -> _Sandbox:
         """Create the sandbox and wait until its PID 1 says it is ready."""

@@ -10,6 +10,7 @@ Nothing else opens: no network, no other device.
 from __future__ import annotations
 
 import glob
+import resource
 import stat
 from pathlib import Path
 
@@ -45,3 +46,16 @@ def gpu_nodes() -> list[Path]:
 
 def has_gpu() -> bool:
     return bool(gpu_nodes())
+
+
+def memory_rlimit(gpus: bool) -> int:
+    """The rlimit that bounds a session's memory where no memory cgroup can: RLIMIT_AS, or RLIMIT_DATA
+    for a session that asked for GPUs.
+
+    CUDA maps far more address space than memory when it starts (its unified address range), so under
+    RLIMIT_AS `cudaGetDeviceCount` fails with "out of memory" and torch sees no GPU (found on an H200
+    machine without cgroups, 8 GB limit). RLIMIT_DATA counts private writable mappings, which is where
+    heaps, Python objects and CPU tensors live, and not CUDA's inaccessible reservations or the driver's
+    shared device mappings; GPU memory itself is the card's, bounded by the card.
+    """
+    return resource.RLIMIT_DATA if gpus else resource.RLIMIT_AS

@@ -14,6 +14,7 @@ from pathlib import Path
 from sandboxes.base import ClosingSession, Limits, Mount, RunResult, SandboxError, clean_env
 from sandboxes.capture import run_capped
 from sandboxes.disk_quota import DiskQuota, fsize_limit
+from sandboxes.gpu import memory_rlimit
 
 
 class ProcessSession(ClosingSession):
@@ -28,7 +29,7 @@ class ProcessSession(ClosingSession):
 
     def _rlimits(self) -> None:
         mem = self.limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        resource.setrlimit(memory_rlimit(self.limits.gpus), (mem, mem))
         size = fsize_limit(self.limits)
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.base import Sandbox
+from sandboxes.base import Limits, Sandbox
 from sandboxes.bwrap import BwrapSandbox
 from sandboxes.gpu import bwrap_gpu_args, has_gpu, nvidia_devices
 from tests.sandboxes.conftest import TEST_LIMITS
@@ -46,3 +46,25 @@ def test_cuda_works_inside_a_gpu_session_and_not_in_a_cpu_one(backend: Sandbox, 
             result = s.run([sys.executable, "-c", CUDA], timeout=300)
         assert result.ok, result.describe_failure()
         assert result.stdout.strip() == str(asked)
+
+
+# 4 GB of address space, PROT_NONE (prot=0): what CUDA reserves at start-up, none of it memory.
+RESERVE = "import mmap; m = mmap.mmap(-1, 4 * 1024 ** 3, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)"
+
+
+@pytest.mark.parametrize("backend_name", ["bwrap", "process"])
+def test_without_cgroups_a_gpu_session_can_reserve_address_space_but_not_use_more_memory(
+    workdir: Path, backend_name: str
+) -> None:
+    """CUDA reserves far more address space than the memory limit when it starts: under RLIMIT_AS torch saw
+    no GPU in a sandbox on an H200 ("Error 2: out of memory"). A GPU session is bounded by RLIMIT_DATA."""
+    from sandboxes.process import ProcessSandbox
+
+    sandbox: Sandbox = BwrapSandbox(use_cgroups=False) if backend_name == "bwrap" else ProcessSandbox()
+    for gpus in (True, False):
+        with sandbox.open(workdir, limits=Limits(memory_mb=512, gpus=gpus)) as s:
+            reserved = s.run([sys.executable, "-c", RESERVE])
+            filled = s.run([sys.executable, "-c", "blob = b'x' * (1024 ** 3)"])
+        assert reserved.ok == gpus, reserved.describe_failure()
+        assert gpus or "Cannot allocate memory" in reserved.stderr, reserved.stderr
+        assert not filled.ok and "MemoryError" in filled.stderr, filled.describe_failure()
