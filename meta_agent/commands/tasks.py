@@ -36,7 +36,10 @@ def build(
     = [],  # noqa: B006 - typer needs a literal default
     from_git: Annotated[list[Path], typer.Option("--from-git", help="a local git repo (its HEAD); repeatable")]
     = [],  # noqa: B006
-    default: Annotated[bool, typer.Option("--default", help="build the default task set into the cache")] = False,
+    default: Annotated[bool, typer.Option("--default", help="install the default task set into the cache (the copy "
+                                                             "shipped with meta-agent: seconds)")] = False,
+    from_source: Annotated[bool, typer.Option("--from-source", help="with --default: build it from the pinned "
+                                                                    "projects instead (~30 min on 2 cores)")] = False,
     out: Annotated[Path, typer.Option(help="SWE-bench JSONL to write (not used with --default)")]
     = Path("swe-tasks.jsonl"),
     max_per_project: Annotated[int | None, typer.Option(
@@ -65,13 +68,18 @@ def build(
     from meta_agent.swe.splits import empty_split_warning, with_splits
     from meta_agent.swe.taskset import build_default
 
+    if from_source and not default:
+        raise typer.BadParameter("--from-source goes with --default (a build from --from-pypi/--from-git is always "
+                                 "from source)")
     if default:
         if from_pypi or from_git or deps or pytest_arg or max_per_project is not None:
             raise typer.BadParameter("--default builds the pinned default set (projects, seed, "
                                      f"{DEFAULT_MAX_PER_PROJECT} per project); drop the other source and "
                                      "build options, or build your own set with --from-pypi/--from-git")
-        manifest = build_default(sandbox=sandbox, workers=workers, console=console, progress=progress)
-        console.print(f"default task set: {manifest.counts} ({manifest.origin})")
+        manifest = build_default(sandbox=sandbox, workers=workers, console=console, progress=progress,
+                                 from_source=from_source)
+        how = "built" if from_source else "installed"
+        console.print(f"default task set {how}: {manifest.counts} ({manifest.origin})")
         console.print(f"manifest hash: [bold]{manifest.digest}[/] (the same on every machine that built this set)")
         return
     sources: list[Source] = parse_sources(from_pypi, [str(p) for p in from_git])

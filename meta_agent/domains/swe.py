@@ -100,7 +100,7 @@ class SweDomain:
         return self._sandbox
 
     def instances(self, split: Split) -> list[SweInstance]:
-        """The split's instances (a deterministic prefix of the task set); builds the default set once."""
+        """The split's instances (a deterministic prefix of the task set); installs the default set once."""
         if split not in self._instances:
             name = self.settings.taskset
             if name == DEFAULT_TASKSET and name not in {m.name for m in list_tasksets()}:

@@ -153,18 +153,28 @@ def build_default(
     workers: int = 2,
     console: Console | None = None,
     progress: bool = True,
+    from_source: bool = False,
 ) -> Manifest:
-    """Build (or resume building) the default set from the pinned projects and save it with splits.
+    """The default set: installed from the copy shipped in the package (`meta_agent.swe.shipped`), or with
+    `from_source` (or where none is shipped) built, or resumed, from the pinned projects and saved with splits.
 
     Everything that shapes the set is pinned here (projects, seed, instances per project), so
     every machine builds the same files; `Manifest.digest` shows whether two sets are equal.
     """
+    from meta_agent.swe.shipped import install_shipped, shipped_manifest
+
+    if not from_source and shipped_manifest() is not None:
+        return install_shipped()
     instances = build_tasks([p.source() for p in DEFAULT_PROJECTS], sandbox=sandbox,
                             max_per_project=DEFAULT_MAX_PER_PROJECT, seed=DEFAULT_SEED, workers=workers,
                             console=console, progress=progress)
-    origin = "built from " + ", ".join(f"{p.name}=={p.version}" for p in DEFAULT_PROJECTS)
     return save_taskset(DEFAULT_TASKSET, with_splits(instances, seed=DEFAULT_SEED, shares=DEFAULT_SHARES),
-                        origin=origin, seed=DEFAULT_SEED)
+                        origin=default_origin(), seed=DEFAULT_SEED)
+
+
+def default_origin() -> str:
+    """The `origin` of the default set's manifest: the pinned projects it is built from."""
+    return "built from " + ", ".join(f"{p.name}=={p.version}" for p in DEFAULT_PROJECTS)
 
 
 def import_tasks(path: Path, *, name: str, split: Split | Literal["auto"] | None = None,
