@@ -47,10 +47,14 @@ class RLSettings(BaseModel):
 
     def micro_batch(self) -> tuple[int, int]:
         """(completions per pass, passes per optimizer step)."""
-        batch = self.num_generations * self.prompts_per_step
-        cap = min(self.micro_batch_size or batch, batch)
-        size = max(d for d in range(1, cap + 1) if batch % d == 0)
-        return size, batch // size
+        return split_batch(self.num_generations * self.prompts_per_step, self.micro_batch_size)
+
+
+def split_batch(batch: int, cap: int | None) -> tuple[int, int]:
+    """(items per pass, passes): the largest divisor of `batch` not above `cap` (None: one pass)."""
+    most = min(cap or batch, batch)
+    size = max(d for d in range(1, most + 1) if batch % d == 0)
+    return size, batch // size
 
 
 class CurriculumSettings(BaseModel):
@@ -65,7 +69,8 @@ class WarmStartSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     steps: int = Field(0, ge=0, le=10_000, description="optimizer steps of supervised fine-tuning; 0 = off")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
-    batch_size: int = Field(4, ge=1, le=256, description="examples (one assistant turn each) per step")
+    batch_size: int = Field(4, ge=1, le=256, description="examples (one assistant turn each) per step; "
+                            "rl.micro_batch_size caps how many go through one pass, as in GRPO")
     max_demos: int = Field(64, ge=1, le=100_000, description="demonstrations acted out, easiest tasks first")
     max_length: int = Field(1536, ge=64, le=32_768, description="tokens per example; longer ones are cut")
 

@@ -39,6 +39,19 @@ def test_the_step_is_split_into_equal_passes_no_larger_than_asked(
     assert args.generation_batch_size == generations * prompts
 
 
+@pytest.mark.parametrize(("batch", "cap", "want"), [(4, None, (4, 1)), (4, 1, (1, 4)), (4, 3, (2, 2)), (6, 4, (3, 2))])
+def test_the_warm_starts_steps_are_split_the_same_way(batch: int, cap: int | None, want: tuple[int, int]) -> None:
+    """Four SWE turn examples in one pass took SmolLM2's warm start to 15 GB, over the sandbox's 12 GB cap."""
+    from harness.config import HarnessConfig, RLSettings, WarmStartSettings
+    from harness.warm_start import sft_args
+
+    cfg = HarnessConfig(domain="swe", rl=RLSettings(micro_batch_size=cap), warm_start=WarmStartSettings(
+        steps=3, batch_size=batch))
+    args = sft_args(cfg, seed=0, scratch="unused")
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == want
+    assert args.max_steps == 3
+
+
 def test_micro_batches_make_the_update_the_whole_batch_makes(
     math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
 ) -> None:

@@ -47,15 +47,35 @@ def test_the_old_protocol_could_not_be_passed(calc_taskset: str) -> None:
     assert agent.cut and not any(r.correct for r in result.results)
 
 
+def _assert_shows_the_failure_never_the_fix(inst: SweInstance) -> None:
+    shown = "\n".join(m["content"] for m in first_messages(inst))
+    assert all(test in shown for test in inst.FAIL_TO_PASS[:3]), "an issue names what fails"
+    assert not quotes_patch(shown, inst.patch) and not any(line in shown for line in changed_lines(inst.patch))
+    assert inst.mutation is not None
+    assert f"{inst.mutation.file}:{inst.mutation.line}" not in shown and f"line {inst.mutation.line}" not in shown
+    assert {e.path for e in patch_edits(inst.patch)} == {inst.mutation.file}, "the fix is read from the patch"
+
+
 def test_what_the_policy_is_shown_names_the_failing_tests_never_the_bug_site_or_fix(calc_taskset: str) -> None:
     domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox=SANDBOX))
     for inst in _every_instance(domain):
-        shown = "\n".join(m["content"] for m in first_messages(inst))
-        assert all(test in shown for test in inst.FAIL_TO_PASS[:3]), "an issue names what fails"
-        assert not quotes_patch(shown, inst.patch) and not any(line in shown for line in changed_lines(inst.patch))
-        assert inst.mutation is not None
-        assert f"{inst.mutation.file}:{inst.mutation.line}" not in shown and f"line {inst.mutation.line}" not in shown
-        assert {e.path for e in patch_edits(inst.patch)} == {inst.mutation.file}, "the fix is read from the patch"
+        _assert_shows_the_failure_never_the_fix(inst)
+
+
+def test_every_easy_test_instance_of_the_default_set_can_be_passed() -> None:
+    """The set `make demo` runs (shipped, installed on first use): under the sealed protocol the scripted agent
+    resolves every easy *test* instance, each statement naming what fails and never where or how to fix it."""
+    domain = SweDomain(SweSettings(sandbox=SANDBOX, tiers=["easy"], train_size=None, selection_size=None,
+                                   test_size=None))
+    instances = domain.instances("test")
+    assert len(instances) >= 50, "the easy tier's sealed test split holds at least 50 instances"
+    for inst in instances:
+        _assert_shows_the_failure_never_the_fix(inst)
+    agent = CompetentAgent(instances, smollm2_tokenizer())
+    result = domain.score(agent, instances, "test", "competent agent")
+    failed = [(r.task_id, r.detail) for r in result.results if not r.correct]
+    assert not failed, f"the protocol cannot be passed on these: {failed}"
+    assert not agent.cut and agent.tokens_needed <= ScaffoldSettings().turn_tokens
 
 
 def test_a_user_checks_the_protocol_on_a_task_set_from_the_command_line(calc_taskset: str) -> None:
