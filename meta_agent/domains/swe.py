@@ -32,7 +32,8 @@ from meta_agent.swe.demonstration import demonstration
 from meta_agent.swe.difficulty import TIERS, Tier
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
-from meta_agent.swe.taskset import build_default, list_tasksets, load_tasks
+from meta_agent.swe.shipped import ensure_default
+from meta_agent.swe.taskset import load_tasks
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
 
@@ -103,8 +104,8 @@ class SweDomain:
         """The split's instances (a deterministic prefix of the task set); installs the default set once."""
         if split not in self._instances:
             name = self.settings.taskset
-            if name == DEFAULT_TASKSET and name not in {m.name for m in list_tasksets()}:
-                build_default(sandbox=self.settings.sandbox or "auto")
+            if name == DEFAULT_TASKSET:
+                ensure_default(sandbox=self.settings.sandbox or "auto")
             size = {"train": self.settings.train_size, "selection": self.settings.selection_size,
                     "test": self.settings.test_size}[split]
             chosen = _in_tiers(load_tasks(split, name), self.settings.tiers, name, split)

@@ -132,6 +132,29 @@ class ProjectRepo:
             git_.update_ref(f"refs/heads/{branch}", commit)
             return commit
 
+    def commit_before_patch(self, parent: str, patch: str, message: str, branch: str) -> str:
+        """The commit on `parent` that `patch` turns back into `parent` (a bug commit, from its gold patch), made
+        as `commit_file` makes it: the same bug gives the same hash."""
+        with self.lock:
+            git_ = self.repo.git
+            key = hashlib.sha256(branch.encode()).hexdigest()[:12]
+            index, diff = self.path / ".git" / f"swe-index-{key}", self.path / ".git" / f"swe-patch-{key}"
+            env = {**_FIXED_ENV, "GIT_INDEX_FILE": str(index)}
+            try:
+                diff.write_text(patch, encoding="utf-8")
+                git_.read_tree(parent, env=env)
+                git_.apply("--cached", "--reverse", str(diff), env=env)
+                tree_sha = git_.write_tree(env=env)
+            except git.GitCommandError as e:
+                raise SweTaskError(f"{self.path}: the patch of {branch} does not apply in reverse on {parent[:12]}: "
+                                   f"{str(e.stderr).strip()[:300]}") from None
+            finally:
+                index.unlink(missing_ok=True)
+                diff.unlink(missing_ok=True)
+            commit = git_.commit_tree(tree_sha, "-p", parent, "-m", message, env=_FIXED_ENV)
+            git_.update_ref(f"refs/heads/{branch}", commit)
+            return commit
+
     def diff(self, old: str, new: str) -> str:
         """Unified diff turning `old` into `new`, as `git apply` and `patch -p1` read it."""
         with self.lock:

@@ -164,7 +164,7 @@ def build_default(
     from meta_agent.swe.shipped import install_shipped, shipped_manifest
 
     if not from_source and shipped_manifest() is not None:
-        return install_shipped()
+        return install_shipped(sandbox=sandbox)
     instances = build_tasks([p.source() for p in DEFAULT_PROJECTS], sandbox=sandbox,
                             max_per_project=DEFAULT_MAX_PER_PROJECT, seed=DEFAULT_SEED, workers=workers,
                             console=console, progress=progress)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from meta_agent.commands.tasks import app
+from meta_agent.swe.checkout import checkout
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SPLITS
 from meta_agent.swe.shipped import SHIPPED_DIR, install_shipped, shipped_manifest
@@ -26,24 +29,36 @@ from meta_agent.swe.taskset import (
 from sandboxes import Limits, Sandbox
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "swe-tasks.md"
+SANDBOX = os.environ.get("META_AGENT_TEST_SANDBOX", "bwrap")
 
 
 @pytest.fixture
 def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A cache of this test's own: installing the default set here never shows in another test's cache."""
+    """A cache of this test's own (installing the default set here never shows in another test's cache) whose
+    sdist downloads are shared with the session's."""
+    shared = Path(os.environ["META_AGENT_CACHE"]) / "swe" / "sdists"
+    shared.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cache" / "swe").mkdir(parents=True)
+    (tmp_path / "cache" / "swe" / "sdists").symlink_to(shared)
     monkeypatch.setenv("META_AGENT_CACHE", str(tmp_path / "cache"))
     yield tmp_path / "cache"
 
 
-def test_the_shipped_set_is_the_pinned_build(empty_cache: Path) -> None:
+def test_the_shipped_set_is_the_pinned_build(empty_cache: Path, tmp_path: Path) -> None:
     shipped = shipped_manifest()
     assert shipped is not None, f"no shipped default set in {SHIPPED_DIR}"
     assert shipped.origin == default_origin() and shipped.seed == DEFAULT_SEED, "pins changed: rebuild and re-ship"
     assert f"manifest `{shipped.digest}`" in DOCS.read_text(), "docs/swe-tasks.md names another default set"
-    installed = install_shipped()
+    installed = install_shipped(sandbox=SANDBOX)  # the repositories too: every commit hash must come out as recorded
     assert installed.digest == shipped.digest and installed.counts == shipped.counts
     instances = [i for split in SPLITS for i in load_tasks(split)]  # each file checked against its hash
     assert len(instances) == sum(shipped.counts.values())
+    for inst in instances[::50]:  # a checkout is the buggy tree: the gold patch applies to it
+        tree = checkout(inst, tmp_path / inst.instance_id)
+        assert (tree / inst.mutation.file).is_file() if inst.mutation else any(tree.iterdir())
+        check = subprocess.run(["git", "apply", "--check", "-"], input=inst.patch, text=True, cwd=tree,
+                               capture_output=True)
+        assert check.returncode == 0, (inst.instance_id, check.stderr)
     # The splits are the ones the pinned assignment gives (what a build from source writes).
     again = with_splits([i.model_copy(update={"split": None}) for i in instances], seed=DEFAULT_SEED,
                         shares=DEFAULT_SHARES)
@@ -74,7 +89,7 @@ def test_a_damaged_shipped_set_is_refused_and_leaves_no_set(empty_cache: Path, t
 
 def test_tasks_build_default_installs_the_shipped_set(empty_cache: Path) -> None:
     runner = CliRunner()
-    built = runner.invoke(app, ["build", "--default", "--no-progress"])
+    built = runner.invoke(app, ["build", "--default", "--no-progress", "--sandbox", SANDBOX])
     assert built.exit_code == 0, built.output
     shipped = shipped_manifest()
     assert shipped is not None and "installed" in built.output and shipped.digest in built.output
