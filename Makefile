@@ -40,7 +40,7 @@ setup-gpu: system-deps
 	touch $(STAMP)
 
 # The default SWE task set is installed once into the user cache from the copy shipped in the package
-# (seconds; `meta-agent tasks build --default --from-source` builds it instead, ~30 min on 2 cores).
+# (13 s, ~2 min with the sdists to download; `meta-agent tasks build --default --from-source` builds it, ~30 min).
 default-tasks: setup
 	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
 

@@ -37,7 +37,7 @@ def build(
     from_git: Annotated[list[Path], typer.Option("--from-git", help="a local git repo (its HEAD); repeatable")]
     = [],  # noqa: B006
     default: Annotated[bool, typer.Option("--default", help="install the default task set into the cache (the copy "
-                                                             "shipped with meta-agent: seconds)")] = False,
+                                                             "shipped with meta-agent: under ~2 min)")] = False,
     from_source: Annotated[bool, typer.Option("--from-source", help="with --default: build it from the pinned "
                                                                     "projects instead (~30 min on 2 cores)")] = False,
     out: Annotated[Path, typer.Option(help="SWE-bench JSONL to write (not used with --default)")]
