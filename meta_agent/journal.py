@@ -107,6 +107,9 @@ class CandidateCreated(Event):
     implement_seconds: float = 0.0
     parent: str | None = None
     """The archived candidate it was built on (its change merged onto main first); None: built on main."""
+    not_applied: list[str] = Field(default_factory=list)
+    """Skills of the hypothesis whose change the commit does not hold (a recipe leaves out a member the
+    harness already has or that cannot apply to it): they get no evidence from this candidate."""
 
 
 class ParentsChosen(Event):

@@ -73,11 +73,12 @@ def changed_attributes(repo: git.Repo, base: str, root: Path) -> list[str]:
     return problems
 
 
-def candidate_trailers(h: Hypothesis, cand_id: str) -> dict[str, str]:
+def candidate_trailers(h: Hypothesis, cand_id: str, not_applied: Sequence[str] = ()) -> dict[str, str]:
+    """`not_applied`: skills of the hypothesis whose change the commit does not hold (Skills-Used omits them)."""
     return {
         "Hypothesis": f"{h.failure_mode}: {h.evidence}"[:500],
         "Predicted-Effect": h.predicted_text(),
-        "Skills-Used": ", ".join(h.skills_used) or "none",
+        "Skills-Used": ", ".join(s for s in h.skills_used if s not in not_applied) or "none",
         "Kind": h.kind,
         "Candidate": cand_id,
     }
@@ -128,7 +129,7 @@ def implement(
     if problems:
         return None, Implementation(ok=False, reason="workspace holds unsafe entries: " + "; ".join(problems[:5]))
     body = f"{hypothesis.intervention}\n\n{outcome.summary}".strip()
-    message = format_message(hypothesis.title, body, candidate_trailers(hypothesis, cand_id))
+    message = format_message(hypothesis.title, body, candidate_trailers(hypothesis, cand_id, outcome.not_applied))
     commit = commit_dir(repo, path, base, branch, message, when=when)
     if commit == base:
         if failure is None:

@@ -20,6 +20,9 @@ class Implementation(BaseModel):
     ok: bool
     summary: str = ""
     reason: str = Field("", description="why the proposer gave up, when ok is False")
+    not_applied: list[str] = Field(
+        default_factory=list, description="skills of the hypothesis whose change is not in the commit (the "
+                                          "harness had it, or it could not apply here): they get no evidence")
 
 
 @dataclass

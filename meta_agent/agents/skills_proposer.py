@@ -13,7 +13,10 @@ Rule-based and deterministic for a seed; it says so in every hypothesis it write
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +195,11 @@ class SkillsProposer:
         return None
 
     def implement(self, hypothesis: Hypothesis, workspace: Workspace) -> Implementation:
-        """Runs each skill's apply.py in turn. In a recipe, a skill whose change the harness already has is
-        skipped; any other failure fails the whole candidate, naming the skill."""
+        """Runs each skill's apply.py in turn. A recipe leaves out a member whose change the harness already
+        has, or that cannot apply to this harness (its apply.py failed: a group size that does not divide a
+        SWE step's 4 completions, a parameter it refuses); it names each with the reason, and they get no
+        evidence. It fails only when no member applied: the settings that fit are still worth one test,
+        and one that cannot fit must not sink them (it did in the SWE demo: group-size 8 on 1 x 4)."""
         names = hypothesis.skills_used
         if not names:
             return Implementation(ok=False, reason="the skills proposer implements only skill-based hypotheses")
@@ -201,18 +207,49 @@ class SkillsProposer:
             outcome = run_apply(workspace.session, workspace.kit_dir, self.skills.get(names[0]), workspace.path,
                                 hypothesis.params)
             return Implementation(ok=outcome.ok, summary=outcome.summary, reason=outcome.reason)
-        done, had = [], []
+        done, had, failed = [], [], []
         for name in names:
-            outcome = run_apply(workspace.session, workspace.kit_dir, self.skills.get(name), workspace.path,
-                                params_of(hypothesis.params, names, name))
-            if outcome.ok:
-                done.append(f"{name}: {outcome.summary}")
-            elif outcome.reason.startswith(ALREADY_APPLIED):
+            with tempfile.TemporaryDirectory(prefix="recipe-member-") as before:
+                shutil.copytree(workspace.path, before, symlinks=True, dirs_exist_ok=True)
+                outcome = run_apply(workspace.session, workspace.kit_dir, self.skills.get(name), workspace.path,
+                                    params_of(hypothesis.params, names, name))
+                if outcome.ok:
+                    done.append(f"{name}: {outcome.summary}")
+                    continue
+                _restore(workspace.path, Path(before))  # what it wrote before it failed is not a change of it
+            if outcome.reason.startswith(ALREADY_APPLIED):
                 had.append(name)
             else:
-                return Implementation(ok=False, reason=f"skill {name} of the recipe: {outcome.reason}")
+                failed.append((name, _last_line(outcome.reason)))
+        left_out = had + [name for name, _ in failed]
         if not done:
+            if failed:
+                return Implementation(ok=False, reason="no skill of the recipe applied: " + "; ".join(
+                    f"skill {name} of the recipe: {why}" for name, why in failed), not_applied=left_out)
             return Implementation(ok=False, reason=f"{ALREADY_APPLIED}: the harness has every change of the recipe "
-                                                   f"({', '.join(names)})")
-        return Implementation(ok=True, summary="; ".join(done) + (
-            f"; already in the harness: {', '.join(had)}" if had else ""))
+                                                   f"({', '.join(names)})", not_applied=left_out)
+        return Implementation(ok=True, not_applied=left_out, summary="; ".join(done) + (
+            f"; already in the harness: {', '.join(had)}" if had else "") + "".join(
+            f"; not applied: {name} ({why})" for name, why in failed))
+
+
+def _restore(path: Path, snapshot: Path) -> None:
+    """Put `path`'s contents back as `snapshot` holds them (the folder itself stays: a sandbox mounts it),
+    owned like `path` (a sandbox that runs as its own uid was handed the workspace and must still write it)."""
+    for entry in path.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    shutil.copytree(snapshot, path, symlinks=True, dirs_exist_ok=True)
+    owner = path.stat()
+    if owner.st_uid != os.geteuid() or owner.st_gid != os.getegid():
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                os.lchown(os.path.join(dirpath, name), owner.st_uid, owner.st_gid)
+
+
+def _last_line(reason: str, limit: int = 300) -> str:
+    """A failed apply.py's reason ends with its traceback; the last line says why."""
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    return (lines[-1] if lines else "failed")[:limit]

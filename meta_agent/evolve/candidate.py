@@ -224,13 +224,14 @@ class CandidateRun:
             return self._created(commit=None, reason=f"implementation raised {failure_text(e)}", summary="",
                                  seconds=0.0)
 
-    def _created(self, commit: str | None, reason: str, summary: str, seconds: float) -> CandidateCreated:
+    def _created(self, commit: str | None, reason: str, summary: str, seconds: float,
+                 not_applied: list[str] | None = None) -> CandidateCreated:
         h = self.hypothesis
         return CandidateCreated(
             cand_id=self.cand_id, run_id=self.ctx.run_id, gen=self.gen.g, k=self.k,
             branch=self.branch if commit else "", commit=commit, ok=commit is not None, reason=reason,
             summary=summary, title=h.title, kind=h.kind, skills=h.skills_used, implement_seconds=seconds,
-            parent=self.parent[0] if self.parent else None)
+            parent=self.parent[0] if self.parent else None, not_applied=not_applied or [])
 
     def _implement(self) -> CandidateCreated:
         ctx, h = self.ctx, self.hypothesis
@@ -244,7 +245,8 @@ class CandidateRun:
             rollouts=self.gen.replay_set.session_path, tasks=ctx.tasks_file, evidence=self.gen.evidence,
         )
         crashpoint("candidate/after-branch", ctx.run_dir)
-        return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started)
+        return self._created(commit, outcome.reason, outcome.summary, time.monotonic() - started,
+                             not_applied=outcome.not_applied)
 
     def _replay(self, commit: str) -> StageResult:
         ctx = self.ctx

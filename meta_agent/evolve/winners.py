@@ -119,7 +119,8 @@ def learn_from(ctx: RunContext, g: int, main_before: str, verdicts: list[Verdict
 def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillEvidence:
     created = _candidate(ctx, g, k)
     retired = []
-    for name in h.skills_used:
+    used = [name for name in h.skills_used if not (created and name in created.not_applied)]
+    for name in used:
         ev = Evidence(run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
                       commit=(created.commit if created and created.commit else main_before),
                       domain=ctx.domain.name, metric="selection_delta" if v.kind == "performance" else "validity",
@@ -131,7 +132,7 @@ def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: 
         except UnknownSkill:
             continue  # a skill named by an LLM hypothesis that the library does not hold
     crashpoint("skills/after-evidence", ctx.run_dir)
-    return SkillEvidence(skills=h.skills_used, retired=retired)
+    return SkillEvidence(skills=used, retired=retired)
 
 
 def _learn(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillWritten:

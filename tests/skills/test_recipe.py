@@ -4,6 +4,7 @@ triggered ones together in one candidate."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,48 @@ def test_implementing_a_recipe_applies_every_member_and_skips_what_the_harness_h
                      {"rl": {"mask_truncated_completions": True, "epsilon_high": 0.28}})[0]
     assert not had.ok and had.reason.startswith(ALREADY_APPLIED), "nothing changed: not a test of the recipe"
 
-    bad = _implement(sandbox, tmp_path / "c", _recipe("group-size", "learning-rate",
+    bad = _implement(sandbox, tmp_path / "c", _recipe("group-size", "learning-rate", group_size={"group_size": 3},
                                                       learning_rate={"learning_rate": 1.0}))[0]
-    assert not bad.ok and bad.reason.startswith("skill learning-rate of the recipe") and "outside" in bad.reason
+    assert not bad.ok and bad.reason.startswith("no skill of the recipe applied")
+    assert "skill learning-rate of the recipe" in bad.reason and "outside" in bad.reason
+    assert "skill group-size of the recipe" in bad.reason and "does not divide" in bad.reason
+    assert bad.not_applied == ["group-size", "learning-rate"]
+
+
+def test_a_recipe_member_that_cannot_apply_to_this_harness_is_left_out_not_the_whole_recipe(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """The SWE demo's recipe (1 prompt x 4 completions per step) carried group-size 8, which cannot divide
+    4: the whole candidate, warm start included, failed at implementation and was never trained."""
+    h = _recipe("learning-rate", "group-size", "difficulty-curriculum")
+    done, config = _implement(sandbox, tmp_path, h, {"rl": {"prompts_per_step": 1, "num_generations": 4}})
+    assert done.ok, done.reason
+    assert config["rl"]["learning_rate"] == 1e-4 and config["curriculum"]["strategy"] == "easy_first"
+    assert config["rl"]["num_generations"] == 4 and config["rl"]["prompts_per_step"] == 1
+    assert done.not_applied == ["group-size"]
+    assert "not applied: group-size (ValueError: group size 8 does not divide the 4 completions" in done.summary
+
+
+def test_what_a_failing_recipe_member_wrote_before_it_failed_is_taken_back(sandbox: Sandbox, tmp_path: Path) -> None:
+    library = tmp_path / "lib"
+    folder = library / "half-done"
+    shutil.copytree(seed_skills() / "clip-higher", folder)
+    md = folder / "SKILL.md"
+    md.write_text(md.read_text().replace("name: clip-higher", "name: half-done"))
+    (folder / "apply.py").write_text(
+        "from pathlib import Path\nfrom skillkit import set_setting\n\n\n"
+        "def apply(harness_dir: Path, params: dict) -> str:\n"
+        "    set_setting(harness_dir, 'rl.learning_rate', 0.5)\n"
+        "    (Path(harness_dir) / 'stray.txt').write_text('half')\n"
+        "    raise RuntimeError('gave up half way')\n")
+    skills = SkillSet(seed=Library.load(seed_skills(), writable=False), user=Library.load(library))
+    h = Hypothesis(title="recipe", failure_mode="selection_noise", evidence="e", intervention="i",
+                   kind="performance", skills_used=["half-done", "difficulty-curriculum"],
+                   params={"half-done": {}, "difficulty-curriculum": {"strategy": "easy_first"}})
+    work = export_tree(init_harness(tmp_path / "harness", "math"), "HEAD", tmp_path / "work")
+    before = yaml.safe_load((work / "harness.yaml").read_text())["rl"]["learning_rate"]
+    kit = prepare_kit(tmp_path / "kit")
+    with sandbox.open(work, mounts=[Mount(kit), Mount(folder), Mount(seed_skills())]) as session:
+        done = SkillsProposer(skills).implement(h, Workspace(path=work, session=session, kit_dir=kit))
+    assert done.ok and done.not_applied == ["half-done"] and "gave up half way" in done.summary
+    assert yaml.safe_load((work / "harness.yaml").read_text())["rl"]["learning_rate"] == before
+    assert not (work / "stray.txt").exists()
