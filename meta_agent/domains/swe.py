@@ -23,7 +23,8 @@ from typing import Any
 from meta_agent.contract import RolloutRecord, Task
 from meta_agent.domains.base import EvalResult, Shard, Split, TaskResult, empty_shard, shard_of
 from meta_agent.domains.settings import SweSettings
-from meta_agent.domains.swe_scaffold import Replier, greedy_replier, run_episodes
+from meta_agent.domains.swe_scaffold import Replier, run_episodes
+from meta_agent.multiturn import MultiTurnGreedy
 from meta_agent.sealed import sealed_backend
 from meta_agent.stats import bootstrap_ci
 from meta_agent.swe.checkout import checkout
@@ -200,7 +201,9 @@ class SweDomain:
         if shard is not None and not instances:
             return empty_shard(self.name, split, policy)
         model, tok = load_for_inference(policy, root)
-        result = self.score(greedy_replier(model, tok), instances, split, str(policy), on_progress)
+        # Greedy as `greedy_replier`, each episode's cache kept across its turns: 1.5x faster on 2 cores,
+        # identical transcripts (bench/swe_eval_cache.py)
+        result = self.score(MultiTurnGreedy(model, tok), instances, split, str(policy), on_progress)
         return result.model_copy(update={"wall_time": time.monotonic() - started})
 
     def score(self, reply: Replier, instances: list[SweInstance], split: Split, policy: str,
