@@ -201,7 +201,7 @@ class SweDomain:
         if shard is not None and not instances:
             return empty_shard(self.name, split, policy)
         model, tok = load_for_inference(policy, root)
-        # Greedy as `greedy_replier`, each episode's cache kept across its turns: 1.5x faster on 2 cores,
+        # Greedy as `greedy_replier`, each episode's cache kept across its turns: 1.4x faster on 2 cores,
         # identical transcripts (bench/swe_eval_cache.py)
         result = self.score(MultiTurnGreedy(model, tok), instances, split, str(policy), on_progress)
         return result.model_copy(update={"wall_time": time.monotonic() - started})

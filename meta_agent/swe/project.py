@@ -12,6 +12,7 @@ import io
 import shutil
 import tarfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import git
@@ -49,6 +50,11 @@ def local_repo_name(source: Path) -> str:
     """`local/<dir>-<hash of its absolute path>`: two local repos with one name never share a cache entry."""
     resolved = source.resolve()
     return f"local/{resolved.name}-{hashlib.sha256(str(resolved).encode()).hexdigest()[:8]}"
+
+
+def _key(branch: str) -> str:
+    """A file-name-safe key for a branch's scratch files under .git."""
+    return hashlib.sha256(branch.encode()).hexdigest()[:12]
 
 
 class ProjectRepo:
@@ -115,42 +121,45 @@ class ProjectRepo:
 
     def commit_file(self, parent: str, rel: str, text: str, message: str, branch: str) -> str:
         """A commit on `parent` that replaces one file, referenced by `branch`; the worktree is not touched."""
-        with self.lock:
-            git_ = self.repo.git
+        def stage(env: dict[str, str]) -> None:
             data = text.encode("utf-8")
             blob = self.repo.odb.store(IStream(b"blob", len(data), io.BytesIO(data))).hexsha.decode()
-            index = self.path / ".git" / f"swe-index-{hashlib.sha256(branch.encode()).hexdigest()[:12]}"
-            env = {**_FIXED_ENV, "GIT_INDEX_FILE": str(index)}
-            try:
-                git_.read_tree(parent, env=env)
-                mode = (self.repo.commit(parent).tree / rel).mode
-                git_.update_index("--cacheinfo", f"{mode:o},{blob},{rel}", env=env)
-                tree_sha = git_.write_tree(env=env)
-            finally:
-                index.unlink(missing_ok=True)
-            commit = git_.commit_tree(tree_sha, "-p", parent, "-m", message, env=_FIXED_ENV)
-            git_.update_ref(f"refs/heads/{branch}", commit)
-            return commit
+            mode = (self.repo.commit(parent).tree / rel).mode
+            self.repo.git.update_index("--cacheinfo", f"{mode:o},{blob},{rel}", env=env)
+
+        return self._commit_staged(parent, message, branch, stage)
 
     def commit_before_patch(self, parent: str, patch: str, message: str, branch: str) -> str:
         """The commit on `parent` that `patch` turns back into `parent` (a bug commit, from its gold patch), made
         as `commit_file` makes it: the same bug gives the same hash."""
+        diff = self.path / ".git" / f"swe-patch-{_key(branch)}"
+
+        def stage(env: dict[str, str]) -> None:
+            diff.write_text(patch, encoding="utf-8")
+            try:
+                self.repo.git.apply("--cached", "--reverse", str(diff), env=env)
+            except git.GitCommandError as e:
+                raise SweTaskError(f"{self.path}: the patch of {branch} does not apply in reverse on "
+                                   f"{parent[:12]}: {str(e.stderr).strip()[:300]}") from None
+            finally:
+                diff.unlink(missing_ok=True)
+
+        return self._commit_staged(parent, message, branch, stage)
+
+    def _commit_staged(self, parent: str, message: str, branch: str,
+                       stage: Callable[[dict[str, str]], None]) -> str:
+        """`parent`'s tree changed by `stage` (given the env of a private index holding that tree), committed on
+        `parent` with the fixed author and date and referenced by `branch`; the worktree is not touched."""
         with self.lock:
             git_ = self.repo.git
-            key = hashlib.sha256(branch.encode()).hexdigest()[:12]
-            index, diff = self.path / ".git" / f"swe-index-{key}", self.path / ".git" / f"swe-patch-{key}"
+            index = self.path / ".git" / f"swe-index-{_key(branch)}"
             env = {**_FIXED_ENV, "GIT_INDEX_FILE": str(index)}
             try:
-                diff.write_text(patch, encoding="utf-8")
                 git_.read_tree(parent, env=env)
-                git_.apply("--cached", "--reverse", str(diff), env=env)
+                stage(env)
                 tree_sha = git_.write_tree(env=env)
-            except git.GitCommandError as e:
-                raise SweTaskError(f"{self.path}: the patch of {branch} does not apply in reverse on {parent[:12]}: "
-                                   f"{str(e.stderr).strip()[:300]}") from None
             finally:
                 index.unlink(missing_ok=True)
-                diff.unlink(missing_ok=True)
             commit = git_.commit_tree(tree_sha, "-p", parent, "-m", message, env=_FIXED_ENV)
             git_.update_ref(f"refs/heads/{branch}", commit)
             return commit
