@@ -5,6 +5,7 @@ with two search controls, at equal policy compute, on a test split no one tuned 
     python bench/efficacy.py --preset cpu [--seeds 3] [--out runs/efficacy-cpu]
     python bench/efficacy.py --preset tiny --seeds 1          # the machinery on the tiny policy, minutes
     python bench/efficacy.py --domain code                    # code (HumanEval, CodeI/O): the same arms
+    python bench/efficacy.py --domain swe                     # SWE bug fixes (the easy tier), a smaller search
     python bench/efficacy.py --preset cpu --proposer llm --model openai/my-model --api-base http://host:8000/v1
     # an ablation, paired task by task with an earlier benchmark of yours (the same seed's sealed splits):
     python bench/efficacy.py --preset cpu --seed 2 --archive-parents 0 \\
@@ -60,7 +61,12 @@ MATH_EVAL = {"train_size": 200, "selection_size": 100, "test_size": 200, "sealed
 (word problem) tasks in the sealed splits: every arm of every seed scored 0 of 6 on them in the template-start
 benchmark (bench/results/efficacy-cpu-archive), so they only dilute a difference; level 3 stays with a small
 share (the reference solved 1 of 45 there)."""
-DOMAINS = ("math", "code")
+SWE_EVAL = {"tiers": ["easy"], "train_size": None, "selection_size": 20, "test_size": 56}
+"""The easy tier of the shipped default set (docs/swe-tasks.md): every easy train instance is the harness's
+data; 20 of the 57 easy selection instances per gate evaluation (about 5 min each under the sealed protocol
+on 2 cores); all 56 easy test instances. Medium and hard stay out: under the protocol no arm has resolved
+one, so they would only dilute a difference."""
+DOMAINS = ("math", "code", "swe")
 """Domains with a reference harness (bench/efficacy_lib/reference.py)."""
 PRESETS: dict[str, dict[str, Any]] = {
     # The machinery, not a measurement: seconds of training on a 3M-parameter random model.
@@ -68,7 +74,10 @@ PRESETS: dict[str, dict[str, Any]] = {
              "selection_limit": 6, "test_limit": 6, "leave_one_out": 1,
              "math": {"train_size": 24, "selection_size": 6, "test_size": 6, "eval_max_new_tokens": 6},
              "code": {"sources": ["humaneval"], "train_size": 24, "selection_size": 6, "test_size": 6,
-                      "eval_max_new_tokens": 16}},
+                      "eval_max_new_tokens": 16},
+             # a short sealed episode: what is tested is the machinery, and a random policy resolves nothing
+             "swe": {"tiers": ["easy"], "train_size": 8, "selection_size": 6, "test_size": 6,
+                     "scaffold": {"max_turns": 2, "turn_tokens": 16}}},
     # SmolLM2-135M with LoRA on 2 CPU cores (about 8 s per GRPO step). 100 selection tasks (about 45 s per
     # evaluation): after 8 steps the reference settings gained 19 and lost 2 of 100 against the template, a
     # paired 98.3% CI of [+0.077, +0.280]; on 30 tasks, 4 and 0, a CI no gate can pass
@@ -79,19 +88,31 @@ PRESETS: dict[str, dict[str, Any]] = {
             "confirm_steps": 16, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
             "leave_one_out": 2, "math": MATH_EVAL,
             # code (not yet measured): every HumanEval and CodeI/O problem the default build makes
-            "code": {"train_size": 256, "selection_size": 60, "test_size": 100}},
+            "code": {"train_size": 256, "selection_size": 60, "test_size": 100},
+            "swe": SWE_EVAL,
+            # A reference GRPO step on SWE takes 80-120 s here (4 episodes of up to 6 x 128 tokens), ten times a
+            # math step, and a sealed evaluation 15 s an instance: the math search's size would take a day.
+            "search_by_domain": {"swe": {"generations": 2, "candidates": 2, "train_steps": 4, "confirm_steps": 0,
+                                         "selection_limit": 20, "test_limit": 56, "leave_one_out": 1}}},
     # One GPU: longer generations, more candidates, larger splits (not yet measured).
     "gpu": {"policy": "smollm2", "generations": 6, "candidates": 4, "train_steps": 40, "noise_reruns": 1,
             "archive_parents": 1, "selection_limit": 100, "test_limit": 300, "leave_one_out": 3,
             "math": {"train_size": 2000, "selection_size": 100, "test_size": 300,
                      "sealed_levels": MATH_EVAL["sealed_levels"]},
-            "code": {"train_size": 256, "selection_size": 60, "test_size": 100}},
+            "code": {"train_size": 256, "selection_size": 60, "test_size": 100},
+            "swe": {**SWE_EVAL, "selection_size": 57}},
 }
+def preset_for(name: str, domain: str) -> dict[str, Any]:
+    """The preset's settings for `domain`: its search sized for that domain where it says so."""
+    preset = {k: v for k, v in PRESETS[name].items() if k != "search_by_domain"}
+    return {**preset, **PRESETS[name].get("search_by_domain", {}).get(domain, {})}
+
+
 def arm_settings(preset_name: str, sandbox: str, llm: dict[str, Any] | None = None, domain: str = "math",
                  **search: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(what `rollout` and `eval` take, the evolve arm's config): the preset for `domain`, with the search
     settings given on the command line (None: the preset's)."""
-    preset = PRESETS[preset_name]
+    preset = preset_for(preset_name, domain)
     common = {"domain": domain, "policy": preset["policy"], "sandbox": {"backend": sandbox}, domain: preset[domain]}
     chosen = {k: v for k, v in search.items() if v is not None}
     own = {k: v for k, v in preset.items() if k not in ("leave_one_out", *DOMAINS)}
@@ -135,7 +156,10 @@ def main() -> None:
                          "min); more when the search merges (leave-one-out arms, longer confirmation); gpu: sized "
                          "for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
-                    help="math (default; the measured one) or code (HumanEval and CodeI/O; not yet measured)")
+                    help="math (default; the measured one), code (HumanEval and CodeI/O; not yet measured) or swe "
+                         "(the easy tier of the shipped bug-fix set under the sealed protocol; at --preset cpu a "
+                         "smaller search, 2 generations of 2 candidates and 4 steps, and still hours a seed: see "
+                         "docs/swe-tasks.md)")
     ap.add_argument("--seeds", type=at_least(1), default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--seed", type=at_least(0), action="append", metavar="N",
                     help="run only seed N (repeatable; instead of --seeds); the report still covers the seeds "
@@ -180,7 +204,7 @@ def main() -> None:
     default = f"efficacy-{args.preset}" + ("" if args.domain == "math" else f"-{args.domain}")
     out = (args.out or Path("runs") / default).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    preset = PRESETS[args.preset]
+    preset = preset_for(args.preset, args.domain)
     llm = {k: v for k, v in (("model", args.model), ("api_base", args.api_base)) if v}
     common, settings = arm_settings(args.preset, args.sandbox, llm, args.domain, confirm_steps=args.confirm_steps,
                                     archive_parents=args.archive_parents, proposer=args.proposer)

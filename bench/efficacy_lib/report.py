@@ -62,6 +62,8 @@ class SeedReport(BaseModel):
     paired: dict[str, Paired]
     """Each comparison of COMPARISONS, and `retrained - without-<cand>` for each change left out."""
     run: SeedRun
+    diffs: dict[str, int] = Field(default_factory=dict)
+    """SWE: arm -> test episodes that left a diff (resolved or not), how far a policy that resolves nothing got."""
     splits: str | None = None
     """The fingerprint of the seed's sealed secret (efficacy/splits.py): rows that share it were scored on the
     same test tasks. The secret itself is never in the report."""
@@ -113,7 +115,10 @@ def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
         a, b = [per_task[treatment][i] for i in ids], [per_task[control][i] for i in ids]
         paired[name] = Paired(delta=paired_bootstrap_ci(a, b), mcnemar=mcnemar_exact(a, b),
                               differences=[x - y for x, y in zip(a, b, strict=True)])
+    diffs = {arm: sum(1 for t in r.results if t.answer.strip()) for arm, r in results.items()
+             if r.domain == "swe"}
     return SeedReport(seed=run.seed, accuracy=accuracy, by_level=by_level, n_tasks=len(ids), paired=paired,
+                      diffs=diffs,
                       level_sizes={lv: sum(1 for i in ids if level_of(i) == lv) for lv in levels}, run=run,
                       splits=fingerprint(seed_dir))
 
@@ -164,7 +169,9 @@ def render(report: EfficacyReport) -> str:
     seeds = report.seeds
     lines = [f"# Efficacy: {report.domain}, preset {report.preset}, {len(seeds)} seed(s)", "",
              "Evolution starts from the reference harness; every arm starts from the same initial policy and is "
-             "scored on the seed's sealed test split (named by its secret's fingerprint, never the secret).", "",
+             "scored on the seed's sealed test split (named by its secret's fingerprint, never the secret)."
+             + (" SWE's splits are the shipped task set's, the same for every seed." if report.domain == "swe"
+                else ""), "",
              "## Across seeds", "",
              "95% CIs: stratified bootstrap over seed means (rliable); hierarchical bootstrap over seeds and then "
              "tasks, which also carries each seed's task noise.", "",
@@ -185,6 +192,9 @@ def render(report: EfficacyReport) -> str:
                   "|---|" + "---|" * len(levels)]
         for arm, per in s.by_level.items():
             lines.append(f"| {arm} | " + " | ".join(f"{per[lv]:.3f}" for lv in levels) + " |")
+        if s.diffs:
+            lines += ["", "Test episodes that left a diff: "
+                      + ", ".join(f"{arm} {n}/{s.n_tasks}" for arm, n in s.diffs.items()) + "."]
         search = s.run.search
         lines += ["", f"Search compute besides the policy: evolve {search['evolved'].steps} steps, random search "
                   f"{search['random_search'].steps} steps. Random search merged: "

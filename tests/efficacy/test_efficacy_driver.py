@@ -18,7 +18,16 @@ import pytest
 
 from bench.efficacy_lib.arms import ARMS_RECORD, FIXED_ARMS, ArmRecords, SeedRun
 from bench.efficacy_lib.compute import Compute
-from bench.efficacy_lib.report import COMPARISONS, EfficacyReport, Paired, SeedReport, compare
+from bench.efficacy_lib.report import (
+    COMPARISONS,
+    EfficacyReport,
+    Paired,
+    SeedReport,
+    build,
+    compare,
+    render,
+    seed_report,
+)
 from bench.efficacy_lib.splits import adopt, fingerprint
 from meta_agent.domains.base import EvalResult, TaskResult
 from meta_agent.errors import UserError
@@ -143,14 +152,18 @@ def _bench_module() -> Any:
     return module
 
 
-def _finished_seed(out: Path, seed: int, settings: dict[str, Any] | None, correct: int) -> None:
-    """A seed an earlier invocation finished: its per-task results and wall.json, no runs (as in a clone)."""
+def _finished_seed(out: Path, seed: int, settings: dict[str, Any] | None, correct: int, domain: str = "math",
+                   diffs: int = 0) -> None:
+    """A seed an earlier invocation finished: its per-task results and wall.json, no runs (as in a clone).
+    SWE: the evolved arm's first `diffs` episodes left a diff."""
     results = out / f"seed-{seed}" / "results"
     results.mkdir(parents=True)
     for arm in FIXED_ARMS:
         right = correct if arm == "evolved" else 1
-        tasks = [TaskResult(task_id=f"t{i}", correct=i < right, score=float(i < right)) for i in range(6)]
-        result = EvalResult(domain="math", split="test", policy=arm, score=Interval(mean=0, low=0, high=0, n=6),
+        left = diffs if arm == "evolved" else 0
+        tasks = [TaskResult(task_id=f"t{i}", correct=i < right, score=float(i < right),
+                            answer="--- a/f.py\n+++ b/f.py\n" if i < left else "") for i in range(6)]
+        result = EvalResult(domain=domain, split="test", policy=arm, score=Interval(mean=0, low=0, high=0, n=6),
                             results=tasks, wall_time=1.0)
         (results / f"{arm}.json").write_text(result.model_dump_json())
     one = Compute(steps=1, completions=8, runs=1)
@@ -274,3 +287,44 @@ def test_a_seed_resumed_with_int_keyed_settings_matches_what_its_json_record_say
     changed = {"domain": "math", "math": {"sealed_levels": {1: 0.5, 2: 0.3, 3: 0.2}, "test_size": 200}}
     with pytest.raises(UserError, match=r"math\.sealed_levels"):
         check_settings(seed_dir, changed)
+
+
+def test_every_preset_gives_every_domain_settings_its_commands_accept() -> None:
+    # A preset whose settings a command refuses would fail its seed hours in, at the arm that first reads them.
+    from meta_agent.config import EvolveConfig, RolloutConfig, build
+
+    bench = _bench_module()
+    for preset in bench.PRESETS:
+        for domain in bench.DOMAINS:
+            run, evolve = bench.arm_settings(preset, "bwrap", domain=domain)
+            build(RolloutConfig, run, {})
+            config = build(EvolveConfig, evolve, {})
+            assert config.domain == domain and config.domain_settings().model_dump(), (preset, domain)
+            assert "search_by_domain" not in evolve, (preset, domain)
+
+
+def test_the_swe_benchmark_draws_the_easy_tier_with_a_search_sized_for_its_steps() -> None:
+    # A reference GRPO step on SWE is ten times a math step on this machine: the math search would take a day.
+    bench = _bench_module()
+    run, evolve = bench.arm_settings("cpu", "bwrap", domain="swe")
+    assert run["swe"]["tiers"] == ["easy"] and run["swe"]["train_size"] is None, "every easy train instance"
+    assert (evolve["generations"], evolve["candidates"], evolve["train_steps"]) == (2, 2, 4)
+    assert bench.preset_for("cpu", "swe")["test_limit"] == run["swe"]["test_size"] == 56
+    _, math = bench.arm_settings("cpu", "bwrap", domain="math")
+    assert (math["generations"], math["train_steps"]) == (3, 8), "the math benchmark keeps its measured search"
+
+
+def test_an_swe_report_counts_the_test_episodes_that_left_a_diff_where_none_resolved(tmp_path: Path) -> None:
+    # With a policy that resolves nothing every accuracy reads 0: how far each arm got is the one signal left.
+    for domain, shown in (("swe", True), ("math", False)):
+        out = tmp_path / domain
+        _finished_seed(out, 0, None, correct=0, domain=domain, diffs=2)
+        run = SeedRun.model_validate_json((out / "seed-0" / "wall.json").read_text())
+        report = seed_report(out / "seed-0", run)
+        text = render(build(domain, "tiny", [report]))
+        if shown:
+            assert report.diffs["evolved"] == 2 and report.diffs["reference"] == 0
+            assert "Test episodes that left a diff: evolved 2/6, reference 0/6" in text
+            assert "the same for every seed" in text
+        else:
+            assert not report.diffs and "left a diff" not in text
