@@ -79,11 +79,18 @@ def completions_per_step(repo: git.Repo, commit: str) -> int:
         return 0
 
 
-def _compute_problem(trained: TrainedRun, steps: int, cand_per_step: int, control_per_step: int) -> str | None:
-    written = len(trained.output.rollouts)
+def grown_budget(repo: git.Repo, commit: str, main_commit: str) -> str | None:
+    """Why the candidate's settings ask for more completions per step than main's, before it trains: the
+    settings alone decide this, so the candidate is refused without spending its training."""
+    cand_per_step, control_per_step = completions_per_step(repo, commit), completions_per_step(repo, main_commit)
     if cand_per_step > control_per_step > 0:
         return (f"spends more generation compute than the control: {cand_per_step} completions per step vs "
                 f"{control_per_step}; a candidate may re-split the budget, not grow it")
+    return None
+
+
+def _compute_problem(trained: TrainedRun, steps: int, cand_per_step: int) -> str | None:
+    written = len(trained.output.rollouts)
     if cand_per_step and written != steps * cand_per_step:
         return (f"wrote {written} rollouts for {steps} steps of {cand_per_step} completions (expected "
                 f"{steps * cand_per_step}): its training or its log is not what its settings say")
@@ -112,14 +119,15 @@ def run_train_stage(
 ) -> tuple[StageResult, TrainedRun | None, EvalResult | None]:
     started = time.monotonic()
     steps = int(train_kwargs["steps"])
+    if (grown := grown_budget(repo, commit, main_commit)) is not None:
+        return StageResult(stage="train", passed=False, reason=grown, seconds=time.monotonic() - started), None, None
     try:
         trained = train_commit(repo=repo, commit=commit, domain=domain, out_dir=out_dir, work_dir=work_dir,
                                diagnose_commit=main_commit, **train_kwargs)
     except HarnessError as e:
         return StageResult(stage="train", passed=False, reason=e.reason, seconds=time.monotonic() - started), \
             None, None
-    problem = _compute_problem(trained, steps, completions_per_step(repo, commit),
-                               completions_per_step(repo, main_commit))
+    problem = _compute_problem(trained, steps, completions_per_step(repo, commit))
     counted: dict[str, Any] = {}
     if not problem:
         problem, counted = compute_problem(trained, control.run, repo, main_commit, steps, root_policy)

@@ -72,3 +72,27 @@ def test_the_optimizer_state_is_read_as_tensors_and_anything_else_counts_as_none
     (tmp_path / OPTIMIZER_STATE).unlink()
     os.symlink("/etc/hostname", tmp_path / OPTIMIZER_STATE)
     assert optimizer_steps(tmp_path) is None
+
+
+def test_a_candidate_asking_for_more_completions_per_step_is_refused_before_it_trains(
+        math_harness: git.Repo, tmp_path: Path) -> None:
+    # Its settings alone decide it: training it first (minutes on SWE) only to refuse it wasted the run's time.
+    from typing import Any, cast
+
+    from meta_agent.backtest.train_stage import grown_budget, run_train_stage
+
+    main = math_harness.head.commit.hexsha
+    _edit(math_harness, "harness.yaml", "prompts_per_step: 2", "prompts_per_step: 1")
+    _edit(math_harness, "harness.yaml", "num_generations: 4", "num_generations: 8")
+    resplit = commit_all(math_harness, "one group of 8: the same completions per step")
+    assert grown_budget(math_harness, resplit, main) is None
+    _edit(math_harness, "harness.yaml", "prompts_per_step: 1", "prompts_per_step: 2")
+    grown = commit_all(math_harness, "two groups of 8")
+    untouchable = cast(Any, None)  # training would need these: reaching them fails the test
+    result, trained, evaluated = run_train_stage(
+        repo=math_harness, commit=grown, main_commit=main, domain=untouchable, control=untouchable,
+        guard_labels=[], train_kwargs={"steps": 2}, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
+        eval_limit=None, root_policy=tmp_path, seed=0)
+    assert (result.stage, result.passed, trained, evaluated) == ("train", False, None, None)
+    assert "16 completions per step vs 8" in str(result.reason) and "not grow it" in str(result.reason)
+    assert not (tmp_path / "out").exists()
