@@ -72,8 +72,10 @@ test-fast: setup
 bench: default-tasks
 	for b in bench/*.py; do case $$b in */efficacy.py|*/_*) continue;; esac; $(BIN)/python $$b || exit 1; done
 
+# `make efficacy DOMAIN=swe` (or code) for another domain's rows.
+DOMAIN ?= math
 efficacy: setup
-	$(BIN)/python bench/efficacy.py --preset cpu
+	$(BIN)/python bench/efficacy.py --preset cpu --domain $(DOMAIN)
 
 clean:
 	rm -rf $(VENV) .venv-harbor .pytest_cache .mypy_cache .ruff_cache
