@@ -220,6 +220,9 @@ class FinalEval(Event):
     static: Interval | None = None
     paired: Interval | None = None
     """evolved - static, paired over the test tasks."""
+    diffs: dict[str, int] | None = None
+    """SWE: test episodes that left a diff, per arm (resolved or not): how far a policy got when none resolves."""
+    tasks: int | None = None
 
 
 class Resumed(Event):

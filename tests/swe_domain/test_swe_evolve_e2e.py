@@ -45,3 +45,9 @@ def test_evolve_swe_promotes_the_tamper_fix_and_rejects_a_hackable_reward(calc_t
     assert not is_merged(repo, created["reward-test-edits"]["commit"])
     summary = json.loads((run / "summary.json").read_text())
     assert {"evolved", "static", "paired"} <= summary["final"].keys()
+    # how far each policy got, where none resolves: counted from the saved test evaluations
+    for arm in ("evolved", "static"):
+        saved = json.loads((run / "final" / f"{arm}-test.json").read_text())["results"]
+        assert summary["final"]["diffs"][arm] == sum(1 for r in saved if r["answer"].strip())
+    assert summary["final"]["tasks"] == 2
+    assert "test episodes that left a diff (resolved or not): evolved " in (run / "summary.md").read_text()
