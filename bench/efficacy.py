@@ -102,6 +102,8 @@ PRESETS: dict[str, dict[str, Any]] = {
             "code": {"train_size": 256, "selection_size": 60, "test_size": 100},
             "swe": {**SWE_EVAL, "selection_size": 57}},
 }
+
+
 def preset_for(name: str, domain: str) -> dict[str, Any]:
     """The preset's settings for `domain`: its search sized for that domain where it says so."""
     preset = {k: v for k, v in PRESETS[name].items() if k != "search_by_domain"}
