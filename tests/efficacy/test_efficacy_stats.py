@@ -87,3 +87,14 @@ def test_the_hierarchical_bootstrap_carries_the_task_noise_the_seed_bootstrap_dr
     assert hierarchical_bootstrap_ci([[0.5, 0.5]] * 3).low == 0.5, "no spread anywhere: a point"
     with pytest.raises(ValueError, match="at least one"):
         hierarchical_bootstrap_ci([])
+
+
+def test_the_swe_reference_rate_has_an_exact_interval_that_is_not_zero_wide_at_zero() -> None:
+    # 0 of 56 resolved is not "0.000 [0.000, 0.000]" (what a bootstrap says): the rate may be up to 6.4%.
+    from bench.swe_reference import exact_interval
+
+    low, high = exact_interval(0, 56)
+    assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 56), abs=1e-6)
+    low, high = exact_interval(56, 56)
+    assert high == 1.0 and low == pytest.approx(0.025 ** (1 / 56), abs=1e-6)
+    assert exact_interval(5, 10) == pytest.approx((0.1871, 0.8129), abs=1e-4)
