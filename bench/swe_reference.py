@@ -76,7 +76,7 @@ def _row(arm: str, result: EvalResult, gold: dict[str, set[str]]) -> dict[str, A
     resolved = sum(r.score > 0 for r in rows)
     return {"arm": arm, "tasks": len(rows), "resolved": resolved, "ci": exact_interval(resolved, len(rows)),
             "ran_command": sum(r.completion.count("[observation]") > r.completion.count(NO_COMMAND) for r in rows),
-            "with_diff": sum(bool(r.answer.strip()) for r in rows),
+            "with_diff": result.answered(),
             "gold_file": sum(bool(_files(r.answer) & gold.get(r.task_id, set())) for r in rows),
             "eval_s": round(result.wall_time, 1)}
 

@@ -115,8 +115,7 @@ def seed_report(seed_dir: Path, run: SeedRun) -> SeedReport:
         a, b = [per_task[treatment][i] for i in ids], [per_task[control][i] for i in ids]
         paired[name] = Paired(delta=paired_bootstrap_ci(a, b), mcnemar=mcnemar_exact(a, b),
                               differences=[x - y for x, y in zip(a, b, strict=True)])
-    diffs = {arm: sum(1 for t in r.results if t.answer.strip()) for arm, r in results.items()
-             if r.domain == "swe"}
+    diffs = {arm: r.answered() for arm, r in results.items() if r.domain == "swe"}
     return SeedReport(seed=run.seed, accuracy=accuracy, by_level=by_level, n_tasks=len(ids), paired=paired,
                       diffs=diffs,
                       level_sizes={lv: sum(1 for i in ids if level_of(i) == lv) for lv in levels}, run=run,

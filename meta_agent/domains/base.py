@@ -35,6 +35,10 @@ class EvalResult(BaseModel):
     results: list[TaskResult]
     wall_time: float
 
+    def answered(self) -> int:
+        """Tasks with a non-empty answer; on SWE, episodes that left a diff (resolved or not)."""
+        return sum(1 for r in self.results if r.answer.strip())
+
     def per_task(self) -> dict[str, float]:
         return {r.task_id: r.score for r in self.results}
 

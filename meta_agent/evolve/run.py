@@ -212,12 +212,12 @@ def finalize(ctx: RunContext, evolved: Path) -> RunSummary:
                               final_dir / f"{arm}-test.json", "test", ctx.cfg.test_limit)
         results(ctx, jobs)
         ev = finish_eval(ctx, final_dir / "evolved-test.json")
-        out = FinalEval(evolved_policy=str(evolved), evolved=ev.score, **_diffs({"evolved": ev}))
+        scored = {"evolved": ev}
+        out = FinalEval(evolved_policy=str(evolved), evolved=ev.score)
         if static is not None:
-            st = finish_eval(ctx, final_dir / "static-test.json")
-            out = out.model_copy(update={"static_policy": str(static), "static": st.score, "paired": _paired(ev, st),
-                                         **_diffs({"evolved": ev, "static": st})})
-        return out
+            st = scored["static"] = finish_eval(ctx, final_dir / "static-test.json")
+            out = out.model_copy(update={"static_policy": str(static), "static": st.score, "paired": _paired(ev, st)})
+        return out.model_copy(update=_diffs(scored))
 
     result = ctx.step(final_key("compare"), FinalEval, compare)
     final_main = ctx.repo.commit("main").hexsha
@@ -231,9 +231,7 @@ def _diffs(arms: dict[str, EvalResult]) -> dict[str, Any]:
     """SWE: each arm's test episodes that left a diff (an episode's `answer` is its graded diff)."""
     if any(r.domain != "swe" for r in arms.values()):
         return {}
-    first = next(iter(arms.values()))
-    return {"diffs": {arm: sum(1 for t in r.results if t.answer.strip()) for arm, r in arms.items()},
-            "tasks": len(first.results)}
+    return {"diffs": {arm: r.answered() for arm, r in arms.items()}, "tasks": len(arms["evolved"].results)}
 
 
 def _paired(a: EvalResult, b: EvalResult) -> Interval:
