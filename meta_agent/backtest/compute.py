@@ -60,6 +60,31 @@ def settings_of(repo: git.Repo, commit: str) -> dict[str, Any]:
         return {}
 
 
+AGENT_TURNS, AGENT_TURN_TOKENS = 3, 48
+"""The shell agent's turns and tokens per turn where harness.yaml names none (harness/swe/settings.py)."""
+
+
+def domain_settings_of(repo: git.Repo, commit: str) -> dict[str, Any]:
+    """The `domain_settings` section of a commit's harness.yaml, read as data ({} when unreadable)."""
+    try:
+        cfg = yaml.safe_load(repo.git.show(f"{commit}:harness.yaml")) or {}
+        ds = cfg.get("domain_settings") or {}
+        return ds if isinstance(ds, dict) else {}
+    except (git.GitCommandError, yaml.YAMLError, AttributeError):
+        return {}
+
+
+def turn_budget(domain_settings: dict[str, Any]) -> tuple[int, int] | None:
+    """(assistant turns per episode, new tokens per turn) of a multi-turn agent's settings; None where the
+    settings name neither (a single-turn domain) or a value the harness would refuse to start with."""
+    if not {"max_turns", "turn_tokens"} & domain_settings.keys():
+        return None
+    turns, tokens = domain_settings.get("max_turns", AGENT_TURNS), domain_settings.get("turn_tokens", AGENT_TURN_TOKENS)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (turns, tokens)):
+        return None
+    return turns, tokens
+
+
 def budget_of(repo: git.Repo, commit: str, steps: int) -> ComputeBudget | None:
     rl = settings_of(repo, commit)
     try:

@@ -21,7 +21,16 @@ from typing import Any
 import git
 import yaml
 
-from meta_agent.backtest.compute import budget_of, multi_turn, overspent, spent
+from meta_agent.backtest.compute import (
+    AGENT_TURN_TOKENS,
+    AGENT_TURNS,
+    budget_of,
+    domain_settings_of,
+    multi_turn,
+    overspent,
+    spent,
+    turn_budget,
+)
 from meta_agent.domains import Domain, EvalResult
 from meta_agent.domains.base import evaluate_showing_progress
 from meta_agent.harness_runner import HarnessError
@@ -80,12 +89,27 @@ def completions_per_step(repo: git.Repo, commit: str) -> int:
 
 
 def grown_budget(repo: git.Repo, commit: str, main_commit: str) -> str | None:
-    """Why the candidate's settings ask for more completions per step than main's, before it trains: the
-    settings alone decide this, so the candidate is refused without spending its training."""
+    """Why the candidate's settings ask for more generation than main's, before it trains: the settings alone
+    decide this, so the candidate is refused without spending its training.
+
+    Completions per step may be re-split, not grown. A multi-turn agent's episodes may generate up to turns x
+    tokens per turn; per step that cap may not grow past twice main's, the room the count after training gives
+    multi-turn runs (`compute.overspent`). A candidate could still generate more than its settings say (its
+    harness code is its own): the count after training judges that."""
     cand_per_step, control_per_step = completions_per_step(repo, commit), completions_per_step(repo, main_commit)
     if cand_per_step > control_per_step > 0:
         return (f"spends more generation compute than the control: {cand_per_step} completions per step vs "
                 f"{control_per_step}; a candidate may re-split the budget, not grow it")
+    main_turns = turn_budget(domain_settings_of(repo, main_commit))
+    if main_turns is None or cand_per_step <= 0:
+        return None
+    cand_turns = turn_budget(domain_settings_of(repo, commit)) or (AGENT_TURNS, AGENT_TURN_TOKENS)
+    cand_cap = cand_per_step * cand_turns[0] * cand_turns[1]
+    main_cap = control_per_step * main_turns[0] * main_turns[1]
+    if cand_cap > 2 * main_cap:
+        return (f"may generate {cand_cap:,} tokens a step ({cand_per_step} episodes x {cand_turns[0]} turns x "
+                f"{cand_turns[1]} tokens), over twice main's {main_cap:,} ({control_per_step} x {main_turns[0]} x "
+                f"{main_turns[1]}); a candidate may re-split the budget, not grow it")
     return None
 
 

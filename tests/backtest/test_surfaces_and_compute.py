@@ -96,3 +96,43 @@ def test_a_candidate_asking_for_more_completions_per_step_is_refused_before_it_t
     assert (result.stage, result.passed, trained, evaluated) == ("train", False, None, None)
     assert "16 completions per step vs 8" in str(result.reason) and "not grow it" in str(result.reason)
     assert not (tmp_path / "out").exists()
+
+
+def test_an_agent_whose_turns_may_generate_over_twice_mains_is_refused_before_it_trains(tmp_path: Path) -> None:
+    # The demo's warm-start bundle raised 3 turns x 48 tokens to 5 x 128, trained for 11 minutes, and was then
+    # refused for generating over twice the control's tokens. Its settings already said it may generate 4.4x.
+    from typing import Any, cast
+
+    from meta_agent.backtest.train_stage import grown_budget, run_train_stage
+    from meta_agent.gitops import init_harness
+
+    swe = init_harness(tmp_path / "harness", "swe")
+    main = swe.head.commit.hexsha
+    _edit(swe, "harness.yaml", "max_turns: 3", "max_turns: 4")
+    _edit(swe, "harness.yaml", "turn_tokens: 48", "turn_tokens: 64")
+    within = commit_all(swe, "4 turns of 64 tokens: 256 an episode, under twice main's 144")
+    assert grown_budget(swe, within, main) is None
+    _edit(swe, "harness.yaml", "max_turns: 4", "max_turns: 5")
+    _edit(swe, "harness.yaml", "turn_tokens: 64", "turn_tokens: 128")
+    grown = commit_all(swe, "5 turns of 128 tokens")
+    untouchable = cast(Any, None)
+    result, trained, evaluated = run_train_stage(
+        repo=swe, commit=grown, main_commit=main, domain=untouchable, control=untouchable,
+        guard_labels=[], train_kwargs={"steps": 2}, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
+        eval_limit=None, root_policy=tmp_path, seed=0)
+    assert (result.passed, trained, evaluated) == (False, None, None)
+    reason = str(result.reason)
+    assert "5 turns x 128 tokens" in reason and "3 x 48" in reason and "not grow it" in reason, reason
+    # A candidate that drops the settings gets the agent's defaults (3 x 48), not a free pass or a crash.
+    _edit(swe, "harness.yaml", "  max_turns: 5", "")
+    assert grown_budget(swe, commit_all(swe, "no max_turns"), main) is not None  # 3 x 128 = 384 > 288
+    _edit(swe, "harness.yaml", "  turn_tokens: 128", "  turn_tokens: [1, 2]")
+    assert grown_budget(swe, commit_all(swe, "unreadable turn_tokens"), main) is None  # the run's own check refuses it
+
+
+def test_a_math_harness_has_no_turn_budget() -> None:
+    from meta_agent.backtest.compute import turn_budget
+
+    assert turn_budget({}) is None and turn_budget({"observation_chars": 400}) is None
+    assert turn_budget({"max_turns": 2}) == (2, 48)  # the agent's default tokens per turn
+    assert turn_budget({"max_turns": "x"}) is None and turn_budget({"turn_tokens": -1}) is None
