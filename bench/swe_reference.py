@@ -39,6 +39,7 @@ from bench.efficacy import arm_settings, preset_for  # noqa: E402
 from bench.efficacy_lib.commands import run_meta_agent, stop_on_sigterm, write_table  # noqa: E402
 from bench.efficacy_lib.reference import make_reference_harness  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
+from meta_agent.domains.swe import patched_files  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.gitops import init_harness  # noqa: E402
 from meta_agent.stats import mcnemar_exact, paired_bootstrap_ci  # noqa: E402
@@ -67,17 +68,13 @@ def exact_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return (0.0 if k == 0 else 1 - upper(n - k)), (1.0 if k == n else upper(k))
 
 
-def _files(diff: str) -> set[str]:
-    return {line[6:].strip() for line in diff.splitlines() if line.startswith("+++ b/")}
-
-
 def _row(arm: str, result: EvalResult, gold: dict[str, set[str]]) -> dict[str, Any]:
     rows = result.results
     resolved = sum(r.score > 0 for r in rows)
     return {"arm": arm, "tasks": len(rows), "resolved": resolved, "ci": exact_interval(resolved, len(rows)),
             "ran_command": sum(r.completion.count("[observation]") > r.completion.count(NO_COMMAND) for r in rows),
             "with_diff": result.answered(),
-            "gold_file": sum(bool(_files(r.answer) & gold.get(r.task_id, set())) for r in rows),
+            "gold_file": sum(bool(set(patched_files(r.answer)) & gold.get(r.task_id, set())) for r in rows),
             "eval_s": round(result.wall_time, 1)}
 
 
@@ -136,7 +133,7 @@ def main() -> None:
         atomic_write_text(out / "run.yaml", yaml.safe_dump(run_config))
     test = int(search["test_limit"])
     results = {arm: _arm(out, arm, args.steps, args.seed, test) for arm in ARMS}
-    gold = {i.instance_id: _files(i.patch) for i in load_tasks("test", DEFAULT_TASKSET)}
+    gold = {i.instance_id: set(patched_files(i.patch)) for i in load_tasks("test", DEFAULT_TASKSET)}
     rows = [_row(arm, r, gold) for arm, r in results.items()]
     ids = [r.task_id for r in results["reference"].results]
     a, b = ([results[arm].per_task()[i] for i in ids] for arm in ARMS)

@@ -39,6 +39,7 @@ from bench.efficacy_lib.harnesses import skills_harness  # noqa: E402
 from bench.efficacy_lib.reference import make_reference_harness  # noqa: E402
 from meta_agent.contract import RolloutRecord, read_jsonl  # noqa: E402
 from meta_agent.domains.base import EvalResult  # noqa: E402
+from meta_agent.domains.swe import patched_files  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.swe.defaults import DEFAULT_TASKSET  # noqa: E402
 from meta_agent.swe.taskset import load_tasks  # noqa: E402
@@ -49,10 +50,6 @@ ARMS: dict[str, dict[str, dict[str, object]]] = {
     "warm-start": {"swe-warm-start": {}},  # the skill's own parameters
     "warm-start-long": {"swe-warm-start": {"steps": 96, "learning_rate": 3.0e-4}},  # 2 passes, 3x the rate
 }
-
-
-def _files(diff: str) -> set[str]:
-    return {line[6:].strip() for line in diff.splitlines() if line.startswith("+++ b/")}
 
 
 def _gold_files(run: Path) -> dict[str, set[str]]:
@@ -71,7 +68,8 @@ def _funnel(run: Path) -> dict[str, Any]:
     return {"episodes": len(records),
             "ran_command": sum(bool(r.extra.get("commands")) for r in records),
             "with_diff": sum(bool(d.strip()) for d in diffs),
-            "gold_file": sum(bool(_files(d) & gold.get(r.task_id, set())) for r, d in zip(records, diffs, strict=True)),
+            "gold_file": sum(bool(set(patched_files(d)) & gold.get(r.task_id, set()))
+                             for r, d in zip(records, diffs, strict=True)),
             "resolved": sum(bool(r.verified) for r in records),
             "groups": len(groups), "groups_resolved": sum(any(r.verified for r in g) for g in groups.values()),
             "warm_start": json.loads(warm.read_text()) if warm.is_file() else None}
@@ -80,10 +78,10 @@ def _funnel(run: Path) -> dict[str, Any]:
 def _selection(result: EvalResult) -> dict[str, Any]:
     """The sealed selection scores, and (read here, on the trusted side) which episodes edited the fix's file."""
     rows = result.results
-    gold = {i.instance_id: _files(i.patch) for i in load_tasks("selection", DEFAULT_TASKSET)}
+    gold = {i.instance_id: set(patched_files(i.patch)) for i in load_tasks("selection", DEFAULT_TASKSET)}
     return {"tasks": len(rows), "resolved": sum(r.score > 0 for r in rows),
             "with_diff": sum(bool(r.answer.strip()) for r in rows),
-            "gold_file": sum(bool(_files(r.answer) & gold.get(r.task_id, set())) for r in rows),
+            "gold_file": sum(bool(set(patched_files(r.answer)) & gold.get(r.task_id, set())) for r in rows),
             "rate": result.score.mean, "ci": [result.score.low, result.score.high]}
 
 

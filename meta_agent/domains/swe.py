@@ -45,7 +45,8 @@ CONFTEST_HACK = (
 )
 
 
-def _files(patch: str) -> list[str]:
+def patched_files(patch: str) -> list[str]:
+    """The files a unified diff writes to (its `+++ b/PATH` headers), sorted."""
     return sorted({m for m in re.findall(r"^\+\+\+ b/(\S+)", patch, flags=re.MULTILINE)})
 
 
@@ -126,12 +127,12 @@ class SweDomain:
             # its repository and environment are in its image: the harness reaches them through the episode
             # server (meta_agent/swe/episode_server.py), never as an archive
             meta = {"environment": "image", "fail_to_pass": inst.FAIL_TO_PASS, "pass_to_pass": inst.PASS_TO_PASS,
-                    "gold_files": _files(inst.patch), "demonstration": demonstration(inst)}
+                    "gold_files": patched_files(inst.patch), "demonstration": demonstration(inst)}
         elif with_files:
             meta = {"archive": f"swe/{_archive_name(inst.instance_id)}", "fail_to_pass": inst.FAIL_TO_PASS,
                     "pass_to_pass": inst.PASS_TO_PASS, "python_path": setup.python_path,
                     "pytest_args": setup.pytest_args, "test_timeout_s": setup.timeout_s,
-                    "gold_files": _files(inst.patch), "demonstration": demonstration(inst)}
+                    "gold_files": patched_files(inst.patch), "demonstration": demonstration(inst)}
         return Task(id=inst.instance_id, prompt=inst.problem_statement, answer="", source=inst.repo,
                     difficulty=_difficulty(inst), metadata=meta)
 
