@@ -79,10 +79,22 @@ def turn_budget(domain_settings: dict[str, Any]) -> tuple[int, int] | None:
     settings name neither (a single-turn domain) or a value the harness would refuse to start with."""
     if not {"max_turns", "turn_tokens"} & domain_settings.keys():
         return None
-    turns, tokens = domain_settings.get("max_turns", AGENT_TURNS), domain_settings.get("turn_tokens", AGENT_TURN_TOKENS)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (turns, tokens)):
+    turns = _whole(domain_settings.get("max_turns", AGENT_TURNS))
+    tokens = _whole(domain_settings.get("turn_tokens", AGENT_TURN_TOKENS))
+    if turns is None or tokens is None or turns < 1 or tokens < 1:
         return None
     return turns, tokens
+
+
+def _whole(value: object) -> int | None:
+    """A whole number as the harness's settings model would take it (5, 5.0, "5"); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value if isinstance(value, int) else None
 
 
 def budget_of(repo: git.Repo, commit: str, steps: int) -> ComputeBudget | None:

@@ -136,3 +136,4 @@ def test_a_math_harness_has_no_turn_budget() -> None:
     assert turn_budget({}) is None and turn_budget({"observation_chars": 400}) is None
     assert turn_budget({"max_turns": 2}) == (2, 48)  # the agent's default tokens per turn
     assert turn_budget({"max_turns": "x"}) is None and turn_budget({"turn_tokens": -1}) is None
+    assert turn_budget({"max_turns": 5.0, "turn_tokens": "128"}) == (5, 128)  # what the harness's model accepts
