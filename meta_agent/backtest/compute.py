@@ -50,28 +50,18 @@ class Spent(BaseModel):
     optimizer_steps: int | None = Field(None, description="None: the checkpoint carries no optimizer state")
 
 
-def settings_of(repo: git.Repo, commit: str) -> dict[str, Any]:
-    """The `rl` section of a commit's harness.yaml, read as data ({} when unreadable)."""
+def settings_of(repo: git.Repo, commit: str, section: str = "rl") -> dict[str, Any]:
+    """A section of a commit's harness.yaml (`rl`, `domain_settings`), read as data ({} when unreadable)."""
     try:
         cfg = yaml.safe_load(repo.git.show(f"{commit}:harness.yaml")) or {}
-        rl = cfg.get("rl") or {}
-        return rl if isinstance(rl, dict) else {}
+        found = cfg.get(section) or {}
+        return found if isinstance(found, dict) else {}
     except (git.GitCommandError, yaml.YAMLError, AttributeError):
         return {}
 
 
 AGENT_TURNS, AGENT_TURN_TOKENS = 3, 48
 """The shell agent's turns and tokens per turn where harness.yaml names none (harness/swe/settings.py)."""
-
-
-def domain_settings_of(repo: git.Repo, commit: str) -> dict[str, Any]:
-    """The `domain_settings` section of a commit's harness.yaml, read as data ({} when unreadable)."""
-    try:
-        cfg = yaml.safe_load(repo.git.show(f"{commit}:harness.yaml")) or {}
-        ds = cfg.get("domain_settings") or {}
-        return ds if isinstance(ds, dict) else {}
-    except (git.GitCommandError, yaml.YAMLError, AttributeError):
-        return {}
 
 
 def turn_budget(domain_settings: dict[str, Any]) -> tuple[int, int] | None:

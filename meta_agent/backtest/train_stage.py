@@ -19,15 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import git
-import yaml
 
 from meta_agent.backtest.compute import (
     AGENT_TURN_TOKENS,
     AGENT_TURNS,
     budget_of,
-    domain_settings_of,
     multi_turn,
     overspent,
+    settings_of,
     spent,
     turn_budget,
 )
@@ -80,11 +79,10 @@ def compute_problem(trained: TrainedRun, control: TrainedRun, repo: git.Repo, ma
 
 def completions_per_step(repo: git.Repo, commit: str) -> int:
     """Prompts per step x completions per prompt, read (as data) from the commit's harness.yaml."""
+    rl = settings_of(repo, commit)
     try:
-        cfg = yaml.safe_load(repo.git.show(f"{commit}:harness.yaml")) or {}
-        rl = cfg.get("rl") or {}
         return int(rl.get("prompts_per_step", 2)) * int(rl.get("num_generations", 4))
-    except (git.GitCommandError, yaml.YAMLError, TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError):
         return 0
 
 
@@ -100,10 +98,10 @@ def grown_budget(repo: git.Repo, commit: str, main_commit: str) -> str | None:
     if cand_per_step > control_per_step > 0:
         return (f"spends more generation compute than the control: {cand_per_step} completions per step vs "
                 f"{control_per_step}; a candidate may re-split the budget, not grow it")
-    main_turns = turn_budget(domain_settings_of(repo, main_commit))
+    main_turns = turn_budget(settings_of(repo, main_commit, "domain_settings"))
     if main_turns is None or cand_per_step <= 0:
         return None
-    cand_turns = turn_budget(domain_settings_of(repo, commit)) or (AGENT_TURNS, AGENT_TURN_TOKENS)
+    cand_turns = turn_budget(settings_of(repo, commit, "domain_settings")) or (AGENT_TURNS, AGENT_TURN_TOKENS)
     cand_cap = cand_per_step * cand_turns[0] * cand_turns[1]
     main_cap = control_per_step * main_turns[0] * main_turns[1]
     if cand_cap > 2 * main_cap:

@@ -77,9 +77,7 @@ def test_the_optimizer_state_is_read_as_tensors_and_anything_else_counts_as_none
 def test_a_candidate_asking_for_more_completions_per_step_is_refused_before_it_trains(
         math_harness: git.Repo, tmp_path: Path) -> None:
     # Its settings alone decide it: training it first (minutes on SWE) only to refuse it wasted the run's time.
-    from typing import Any, cast
-
-    from meta_agent.backtest.train_stage import grown_budget, run_train_stage
+    from meta_agent.backtest.train_stage import grown_budget
 
     main = math_harness.head.commit.hexsha
     _edit(math_harness, "harness.yaml", "prompts_per_step: 2", "prompts_per_step: 1")
@@ -88,22 +86,30 @@ def test_a_candidate_asking_for_more_completions_per_step_is_refused_before_it_t
     assert grown_budget(math_harness, resplit, main) is None
     _edit(math_harness, "harness.yaml", "prompts_per_step: 1", "prompts_per_step: 2")
     grown = commit_all(math_harness, "two groups of 8")
+    reason = _refused_untrained(math_harness, grown, main, tmp_path)
+    assert "16 completions per step vs 8" in reason and "not grow it" in reason
+
+
+def _refused_untrained(repo: git.Repo, commit: str, main: str, tmp_path: Path) -> str:
+    """The train stage's reason for refusing `commit`, which it must give without training anything."""
+    from typing import Any, cast
+
+    from meta_agent.backtest.train_stage import run_train_stage
+
     untouchable = cast(Any, None)  # training would need these: reaching them fails the test
     result, trained, evaluated = run_train_stage(
-        repo=math_harness, commit=grown, main_commit=main, domain=untouchable, control=untouchable,
+        repo=repo, commit=commit, main_commit=main, domain=untouchable, control=untouchable,
         guard_labels=[], train_kwargs={"steps": 2}, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
         eval_limit=None, root_policy=tmp_path, seed=0)
     assert (result.stage, result.passed, trained, evaluated) == ("train", False, None, None)
-    assert "16 completions per step vs 8" in str(result.reason) and "not grow it" in str(result.reason)
     assert not (tmp_path / "out").exists()
+    return str(result.reason)
 
 
 def test_an_agent_whose_turns_may_generate_over_twice_mains_is_refused_before_it_trains(tmp_path: Path) -> None:
     # The demo's warm-start bundle raised 3 turns x 48 tokens to 5 x 128, trained for 11 minutes, and was then
     # refused for generating over twice the control's tokens. Its settings already said it may generate 4.4x.
-    from typing import Any, cast
-
-    from meta_agent.backtest.train_stage import grown_budget, run_train_stage
+    from meta_agent.backtest.train_stage import grown_budget
     from meta_agent.gitops import init_harness
 
     swe = init_harness(tmp_path / "harness", "swe")
@@ -115,13 +121,7 @@ def test_an_agent_whose_turns_may_generate_over_twice_mains_is_refused_before_it
     _edit(swe, "harness.yaml", "max_turns: 4", "max_turns: 5")
     _edit(swe, "harness.yaml", "turn_tokens: 64", "turn_tokens: 128")
     grown = commit_all(swe, "5 turns of 128 tokens")
-    untouchable = cast(Any, None)
-    result, trained, evaluated = run_train_stage(
-        repo=swe, commit=grown, main_commit=main, domain=untouchable, control=untouchable,
-        guard_labels=[], train_kwargs={"steps": 2}, out_dir=tmp_path / "out", work_dir=tmp_path / "work",
-        eval_limit=None, root_policy=tmp_path, seed=0)
-    assert (result.passed, trained, evaluated) == (False, None, None)
-    reason = str(result.reason)
+    reason = _refused_untrained(swe, grown, main, tmp_path)
     assert "5 turns x 128 tokens" in reason and "3 x 48" in reason and "not grow it" in reason, reason
     # A candidate that drops the settings gets the agent's defaults (3 x 48), not a free pass or a crash.
     _edit(swe, "harness.yaml", "  max_turns: 5", "")
