@@ -81,6 +81,6 @@ def test_growing_and_concatenating_caches_give_the_same_replies(model_and_tok) -
     for turn in range(3):
         got = grown(convs, 40)  # 40 new tokens a turn: the buffers fill and are reallocated mid-reply
         assert got == concatenated(convs, 40), f"turn {turn}"
-        convs = [c + [{"role": "assistant", "content": t}, {"role": "user", "content": "ok\n" * 30}]
+        convs = [[*c, {"role": "assistant", "content": t}, {"role": "user", "content": "ok\n" * 30}]
                  for c, t in zip(convs, got, strict=True)]
     assert grown.reused_tokens > 0
