@@ -20,11 +20,13 @@ attention a view of the filled part: the same numbers in the same order, so the 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 
+@functools.cache
 def _growing_layer() -> Any:
     from transformers.cache_utils import DynamicLayer
 
@@ -32,31 +34,25 @@ def _growing_layer() -> Any:
         """A `DynamicLayer` whose keys and values are views of buffers that double when full, so a decoded
         token costs a write of its own keys and values, not a copy of the whole cache."""
 
-        filled = 0
         key_buffer: Any = None
         value_buffer: Any = None
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
             if not self.is_initialized:
                 self.lazy_initialization(key_states, value_states)
-            n, new = self.filled, key_states.shape[-2]
+            n, new = self.get_seq_length(), key_states.shape[-2]
             if self.key_buffer is None or n + new > self.key_buffer.shape[-2]:
                 room = max(2 * (n + new), 256)
                 keys = key_states.new_empty((*key_states.shape[:2], room, key_states.shape[-1]))
                 values = value_states.new_empty((*value_states.shape[:2], room, value_states.shape[-1]))
                 if n:
-                    keys[:, :, :n] = self.key_buffer[:, :, :n]
-                    values[:, :, :n] = self.value_buffer[:, :, :n]
+                    keys[:, :, :n] = self.keys
+                    values[:, :, :n] = self.values
                 self.key_buffer, self.value_buffer = keys, values
             self.key_buffer[:, :, n:n + new] = key_states
             self.value_buffer[:, :, n:n + new] = value_states
-            self.filled = n + new
-            self.keys, self.values = self.key_buffer[:, :, :self.filled], self.value_buffer[:, :, :self.filled]
+            self.keys, self.values = self.key_buffer[:, :, :n + new], self.value_buffer[:, :, :n + new]
             return self.keys, self.values
-
-        def crop(self, tokens_to_remove: int) -> None:
-            super().crop(tokens_to_remove)
-            self.filled = self.keys.shape[-2] if self.keys is not None else 0
 
         def batch_repeat_interleave(self, repeats: int) -> None:
             raise NotImplementedError("the multi-turn evaluator decodes greedily: one sequence per row")
