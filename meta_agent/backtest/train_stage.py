@@ -31,7 +31,7 @@ from meta_agent.backtest.compute import (
     turn_budget,
 )
 from meta_agent.domains import Domain, EvalResult
-from meta_agent.domains.base import evaluate_showing_progress
+from meta_agent.eval_memo import evaluate_memoized, reuse_note
 from meta_agent.harness_runner import HarnessError
 from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, train_commit
@@ -138,6 +138,7 @@ def run_train_stage(
     seed: int,
     level: float = 0.95,
     on_eval: Callable[[int], None] | None = None,
+    memo_dir: Path | None = None,
 ) -> tuple[StageResult, TrainedRun | None, EvalResult | None]:
     started = time.monotonic()
     steps = int(train_kwargs["steps"])
@@ -156,8 +157,8 @@ def run_train_stage(
     if problem:
         return StageResult(stage="train", passed=False, reason=problem, seconds=time.monotonic() - started,
                            metrics=counted), trained, None
-    result = evaluate_showing_progress(domain, trained.checkpoint, "selection", on_eval, limit=eval_limit,
-                                       root=root_policy)
+    result = evaluate_memoized(domain, trained.checkpoint, "selection", on_eval, memo_dir=memo_dir, limit=eval_limit,
+                               root=root_policy)
     control_scores = control.eval.per_task()
     ids = [r.task_id for r in result.results]
     paired = paired_bootstrap_ci([result.per_task()[i] for i in ids], [control_scores[i] for i in ids], seed=seed,
@@ -176,5 +177,6 @@ def run_train_stage(
     return StageResult(
         stage="train", passed=True, seconds=time.monotonic() - started, metrics=metrics,
         reason=f"selection {result.score.mean:.3f} vs control {control.eval.score.mean:.3f}; "
-               f"paired delta {paired.mean:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}] ({level:.1%} CI)",
+               f"paired delta {paired.mean:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}] ({level:.1%} CI)"
+               + reuse_note(result, memo_dir),
     ), trained, result

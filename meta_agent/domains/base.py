@@ -34,6 +34,9 @@ class EvalResult(BaseModel):
     score: Interval
     results: list[TaskResult]
     wall_time: float
+    reused_from: str | None = None
+    """The policy these answers were decoded for, when this policy's weights are the same and the answers
+    were reused (`meta_agent.eval_memo`); None when this evaluation decoded them."""
 
     def answered(self) -> int:
         """Tasks with a non-empty answer; on SWE, episodes that left a diff (resolved or not)."""
@@ -103,8 +106,10 @@ def merge_shards(parts: list[EvalResult]) -> EvalResult:
                          f"evaluate without eval_shards")
     parts = [p for p in parts if p.results] or parts[:1]  # a shard past the end of a short split is empty
     results = [r for p in parts for r in p.results]
+    reused = {p.reused_from for p in parts}
     return parts[0].model_copy(update={"results": results, "score": bootstrap_ci([r.score for r in results]),
-                                       "wall_time": sum(p.wall_time for p in parts)})
+                                       "wall_time": sum(p.wall_time for p in parts),
+                                       "reused_from": reused.pop() if len(reused) == 1 else None})
 
 
 def empty_shard(domain: str, split: Split, policy: Path) -> EvalResult:

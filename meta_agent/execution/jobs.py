@@ -29,8 +29,9 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from meta_agent.backtest.train_stage import Control, invalid_share, run_train_stage
 from meta_agent.domains import Domain, EvalResult, domain_for
-from meta_agent.domains.base import Shard, Split, evaluate_showing_progress
+from meta_agent.domains.base import Shard, Split
 from meta_agent.errors import UserError, failure_text
+from meta_agent.eval_memo import MEMO_DIR, evaluate_memoized
 from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import Evaluated, Trained
@@ -88,6 +89,11 @@ class Job(BaseModel):
     def parse(self, data: str | bytes) -> BaseModel:
         """Its result, from the JSON a worker sent back."""
         raise NotImplementedError
+
+    def memo_dir(self) -> Path | None:
+        """Where the run keeps sealed answers by the weights they were decoded for (`eval_memo`)."""
+        run_dir = self.config.get("run_dir")
+        return Path(str(run_dir)) / MEMO_DIR if run_dir else None
 
     def settings(self) -> Any:
         from meta_agent.config import EvolveConfig
@@ -208,10 +214,8 @@ class RunJob(Job):
             policy = run.checkpoint
         if self.eval_split is not None:
             assert self.eval_out is not None
-            # `shard` only when sharding: a plugin domain written before shards need not take it
-            sharded: dict[str, Any] = {} if self.shard is None else {"shard": self.shard}
-            result = evaluate_showing_progress(env.domain, policy, self.eval_split, env.on_eval,
-                                               limit=self.eval_limit, root=Path(self.root_policy), **sharded)
+            result = evaluate_memoized(env.domain, policy, self.eval_split, env.on_eval, memo_dir=self.memo_dir(),
+                                       limit=self.eval_limit, root=Path(self.root_policy), shard=self.shard)
             atomic_write_text(Path(self.eval_out), result.model_dump_json(indent=2))
             evaluated = Evaluated(score=result.score.mean, eval_seconds=result.wall_time)
         return RunJobResult(trained=trained, evaluated=evaluated)
@@ -282,7 +286,7 @@ def _train(job: TrainJob, env: JobEnv) -> StageResult:
         repo=env.repo, commit=job.commit, main_commit=job.main_commit, domain=env.domain, control=control,
         guard_labels=job.guard_labels, level=job.level, train_kwargs=train_kwargs, out_dir=out,
         work_dir=Path(job.cand_dir) / f"work-{job.rung}", eval_limit=job.eval_limit, root_policy=root_policy,
-        seed=job.seed if job.ci_seed is None else job.ci_seed, on_eval=env.on_eval)
+        seed=job.seed if job.ci_seed is None else job.ci_seed, on_eval=env.on_eval, memo_dir=job.memo_dir())
     if trained is not None:  # the lineage page links each backtest's report beside main's
         write_report(trained.report, out)
     if result is not None:

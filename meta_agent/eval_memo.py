@@ -1,0 +1,181 @@
+"""Reuse a sealed evaluation of the same weights instead of decoding it again.
+
+The sealed evaluation is greedy and fixed, so its answers are a function of the weights it runs, the
+split and the protocol. Within a run the same weights are evaluated again and again when a training
+changed nothing: a GRPO step whose groups all scored alike has zero advantages, so its LoRA update is
+exactly zero and the checkpoint's `lora_B` stays at its zero start; merged, that is the run's root model
+bit for bit. In the SWE demo 6 of 7 trainings end that way and each evaluation costs ~100 s on 2 cores.
+
+`evaluate_memoized` keys an evaluation by what it runs: the policy's effective weights (`policy_digest`),
+the run's root model, the domain and its settings, the split's task ids, `limit` and `shard`. A hit returns
+the stored answers with `reused_from` naming the policy that was decoded; a miss evaluates and stores.
+The memo lives in the trusted run dir (`RUN/eval-memo/`), where no sandbox writes, and a digest is of the
+checkpoint's bytes, so a harness cannot make its checkpoint borrow another policy's answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from meta_agent import __version__
+from meta_agent.domains.base import Domain, EvalResult, Shard, Split, evaluate_showing_progress
+from meta_agent.fsutil import atomic_write_text
+
+MEMO_DIR = "eval-memo"
+ROOT = "root"
+"""The digest of a policy whose effective weights are the run's root model's."""
+_NOT_WEIGHTS = {"README.md", "manifest.json", "optimizer_state.safetensors"}
+"""Checkpoint files the evaluator never reads (the manifest's base model is keyed separately)."""
+_LORA_EXTRAS = ("use_dora", "modules_to_save", "trainable_token_indices", "lora_bias", "target_parameters",
+                "layer_replication", "alora_invocation_tokens", "use_bdlora", "use_qalora")
+"""adapter_config.json settings under which a zero `lora_B` no longer means an unchanged model."""
+_MAX_FILES = 200
+
+
+def _plain_files(policy: Path) -> list[Path] | None:
+    """Every file under `policy`, sorted; None when something is not a plain file or directory (the
+    evaluator's loader refuses such a checkpoint, so it is never memoized) or there are too many."""
+    files: list[Path] = []
+    stack = [policy]
+    while stack:
+        for entry in os.scandir(stack.pop()):
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                stack.append(Path(entry.path))
+            elif stat.S_ISREG(mode) and entry.stat(follow_symlinks=False).st_nlink == 1:
+                files.append(Path(entry.path))
+            else:
+                return None
+            if len(files) > _MAX_FILES:
+                return None
+    return sorted(files)
+
+
+def _manifest(policy: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((policy / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _unchanged_lora(policy: Path, files: list[Path]) -> bool:
+    """A plain LoRA adapter whose every `lora_B` is exactly zero: merged, it adds exactly nothing."""
+    from safetensors import safe_open
+
+    names = {f.relative_to(policy).as_posix() for f in files} - _NOT_WEIGHTS
+    if names - {"adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "tokenizer_config.json",
+                "chat_template.jinja", "special_tokens_map.json"} or "adapter_model.safetensors" not in names:
+        return False  # the tokenizer files are the run's own: the evaluator takes the root's
+    try:
+        config = json.loads((policy / "adapter_config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if (not isinstance(config, dict) or config.get("peft_type") != "LORA" or config.get("bias", "none") != "none"
+            or any(config.get(k) for k in _LORA_EXTRAS) or config.get("rank_pattern") or config.get("alpha_pattern")
+            or not _finite(config.get("lora_alpha")) or not _finite(config.get("r")) or config["r"] <= 0):
+        return False  # 0 x an infinite scale or weight is NaN, not 0
+    try:
+        with safe_open(str(policy / "adapter_model.safetensors"), framework="pt") as f:
+            keys = list(f.keys())
+            if not keys or any(".lora_A." not in k and ".lora_B." not in k for k in keys):
+                return False
+            return all(int(f.get_tensor(k).count_nonzero()) == 0 if ".lora_B." in k
+                       else bool(f.get_tensor(k).isfinite().all()) for k in keys)
+    except Exception:  # an unreadable adapter is the loader's to refuse, not ours
+        return False
+
+
+def policy_digest(policy: Path, root: Path) -> str | None:
+    """What the sealed evaluator would run, as a digest: `ROOT` for the root model itself or a LoRA
+    checkpoint on it that changed nothing; else a hash of the checkpoint's weight and config files (two
+    byte-identical checkpoints share it); None when the checkpoint cannot be keyed (not plain files)."""
+    if policy.resolve() == root.resolve():
+        return ROOT
+    if not policy.is_dir():
+        return None
+    files = _plain_files(policy)
+    if files is None:
+        return None
+    manifest = _manifest(policy)
+    base = manifest.get("base_model")
+    on_root = manifest.get("format") == "lora" and isinstance(base, str) and Path(base).resolve() == root.resolve()
+    if on_root and _unchanged_lora(policy, files):
+        return ROOT
+    h = hashlib.sha256(json.dumps([manifest.get("format"), base]).encode())
+    for f in files:
+        name = f.relative_to(policy).as_posix()
+        if name in _NOT_WEIGHTS:
+            continue
+        h.update(f"\0{name}\0{f.stat().st_size}\0".encode())
+        with f.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def memo_key(domain: Domain, policy: Path, root: Path, split: Split, limit: int | None,
+             shard: Shard | None) -> str | None:
+    """The evaluation's key, or None when it cannot be memoized."""
+    digest = policy_digest(policy, root)
+    if digest is None:
+        return None
+    settings = getattr(domain, "settings", None)
+    dump = getattr(settings, "model_dump_json", None)
+    tasks = hashlib.sha256(json.dumps([[t.id, t.prompt, t.answer] for t in domain.tasks(split)]).encode()).hexdigest()
+    parts = {"meta_agent": __version__, "domain": domain.name, "settings": dump() if callable(dump) else None,
+             "split": split, "tasks": tasks, "limit": limit, "shard": list(shard) if shard else None,
+             "root": str(root.resolve()), "policy": digest}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def recall(memo_dir: Path, key: str) -> EvalResult | None:
+    path = memo_dir / f"{key}.json"
+    try:
+        return EvalResult.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None  # absent or torn: evaluate again
+
+
+def evaluate_memoized(domain: Domain, policy: Path, split: Split, on_progress: Callable[[int], None] | None,
+                      *, memo_dir: Path | None, root: Path, limit: int | None = None,
+                      shard: Shard | None = None) -> EvalResult:
+    """`evaluate_showing_progress`, reusing `memo_dir`'s answers for the same effective weights (module doc).
+    `memo_dir` None evaluates as before."""
+    sharded: dict[str, Any] = {} if shard is None else {"shard": shard}  # a plugin domain need not take it
+    key = memo_key(domain, policy, root, split, limit, shard) if memo_dir is not None else None
+    if key is None or memo_dir is None:
+        return evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
+    started = time.monotonic()
+    seen = recall(memo_dir, key)
+    if seen is not None:
+        if on_progress is not None and seen.results:
+            on_progress(len(seen.results))
+        return seen.model_copy(update={"policy": str(policy), "reused_from": seen.reused_from or seen.policy,
+                                       "wall_time": time.monotonic() - started})
+    result = evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
+    memo_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(memo_dir / f"{key}.json", result.model_dump_json())
+    return result
+
+
+def reuse_note(result: EvalResult, memo_dir: Path | None) -> str:
+    """For a verdict's reason: whose answers these are, when they were reused ('' when decoded)."""
+    if result.reused_from is None:
+        return ""
+    source = Path(result.reused_from)
+    run_dir = memo_dir.parent if memo_dir is not None else None
+    shown = source.relative_to(run_dir) if run_dir is not None and source.is_relative_to(run_dir) else source
+    return f"; its trained weights equal {shown}'s, whose sealed answers were reused"
