@@ -146,7 +146,7 @@ def test_a_recipe_member_that_cannot_apply_to_this_harness_is_left_out_not_the_w
     assert config["rl"]["learning_rate"] == 1e-4 and config["curriculum"]["strategy"] == "easy_first"
     assert config["rl"]["num_generations"] == 4 and config["rl"]["prompts_per_step"] == 1
     assert done.not_applied == ["group-size"]
-    assert "not applied: group-size (ValueError: group size 8 does not divide the 4 completions" in done.summary
+    assert "not applied: group-size (cannot apply: group size 8 does not divide the 4 completions" in done.summary
 
 
 def test_what_a_failing_recipe_member_wrote_before_it_failed_is_taken_back(sandbox: Sandbox, tmp_path: Path) -> None:
