@@ -15,6 +15,7 @@ checkpoint's bytes, so a harness cannot make its checkpoint borrow another polic
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -159,15 +160,20 @@ def evaluate_memoized(domain: Domain, policy: Path, split: Split, on_progress: C
     if key is None or memo_dir is None:
         return evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
     started = time.monotonic()
-    seen = recall(memo_dir, key)
-    if seen is not None:
-        if on_progress is not None and seen.results:
-            on_progress(len(seen.results))
-        return seen.model_copy(update={"policy": str(policy), "reused_from": seen.reused_from or seen.policy,
-                                       "wall_time": time.monotonic() - started})
-    result = evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
     memo_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(memo_dir / f"{key}.json", result.model_dump_json())
+    # One evaluation per key at a time: a job that trained the same weights beside another (main and its
+    # noise rerun) waits for that one's answers instead of decoding them again on the same cores. The lock
+    # goes with its holder's process, killed or not.
+    with (memo_dir / f"{key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        seen = recall(memo_dir, key)
+        if seen is not None:
+            if on_progress is not None and seen.results:
+                on_progress(len(seen.results))
+            return seen.model_copy(update={"policy": str(policy), "reused_from": seen.reused_from or seen.policy,
+                                           "wall_time": time.monotonic() - started})
+        result = evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
+        atomic_write_text(memo_dir / f"{key}.json", result.model_dump_json())
     return result
 
 

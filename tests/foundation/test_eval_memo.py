@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import git
@@ -69,7 +70,7 @@ def test_the_second_evaluation_of_the_same_weights_is_reused_and_other_weights_a
     seen: list[int] = []
     first = evaluate_memoized(small_math, tiny_policy, "selection", seen.append, memo_dir=memo, root=tiny_policy,
                               limit=4)
-    assert first.reused_from is None and len(list(memo.iterdir())) == 1
+    assert first.reused_from is None and len(list(memo.glob("*.json"))) == 1
     again = evaluate_memoized(small_math, adapters["unchanged"], "selection", seen.append, memo_dir=memo,
                               root=tiny_policy, limit=4)
     assert again.reused_from == str(tiny_policy) and again.policy == str(adapters["unchanged"])
@@ -87,10 +88,23 @@ def test_the_second_evaluation_of_the_same_weights_is_reused_and_other_weights_a
     assert fewer.reused_from is None and len(fewer.results) == 2
 
 
+def test_the_same_weights_evaluated_side_by_side_are_decoded_once(
+    adapters: dict[str, Path], tiny_policy: Path, small_math: MathDomain, tmp_path: Path
+) -> None:
+    """Main and its noise rerun finish training together: the second waits for the first one's answers."""
+    memo = tmp_path / MEMO_DIR
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda p: evaluate_memoized(small_math, p, "selection", None, memo_dir=memo,
+                                                         root=tiny_policy, limit=4),
+                             [tiny_policy, adapters["unchanged"]]))
+    assert sorted(r.reused_from is None for r in both) == [False, True]
+    assert _answers(both[0]) == _answers(both[1])
+
+
 def test_a_torn_memo_entry_is_decoded_again(tiny_policy: Path, small_math: MathDomain, tmp_path: Path) -> None:
     memo = tmp_path / MEMO_DIR
     evaluate_memoized(small_math, tiny_policy, "selection", None, memo_dir=memo, root=tiny_policy, limit=2)
-    (entry,) = memo.iterdir()
+    (entry,) = memo.glob("*.json")
     entry.write_text(entry.read_text()[:40])  # a kill mid-write of an older version, a full disk
     again = evaluate_memoized(small_math, tiny_policy, "selection", None, memo_dir=memo, root=tiny_policy, limit=2)
     assert again.reused_from is None and len(again.results) == 2
