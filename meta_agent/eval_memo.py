@@ -19,16 +19,17 @@ import fcntl
 import hashlib
 import json
 import math
-import os
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from meta_agent import __version__
+from meta_agent.contract import ContractError
 from meta_agent.domains.base import Domain, EvalResult, Shard, Split, evaluate_showing_progress
 from meta_agent.fsutil import atomic_write_text
+from meta_agent.policy import base_model_of
+from meta_agent.untrusted_files import tree_problems
 
 MEMO_DIR = "eval-memo"
 ROOT = "root"
@@ -38,34 +39,14 @@ _NOT_WEIGHTS = {"README.md", "manifest.json", "optimizer_state.safetensors"}
 _LORA_EXTRAS = ("use_dora", "modules_to_save", "trainable_token_indices", "lora_bias", "target_parameters",
                 "layer_replication", "alora_invocation_tokens", "use_bdlora", "use_qalora")
 """adapter_config.json settings under which a zero `lora_B` no longer means an unchanged model."""
-_MAX_FILES = 200
 
 
 def _plain_files(policy: Path) -> list[Path] | None:
-    """Every file under `policy`, sorted; None when something is not a plain file or directory (the
-    evaluator's loader refuses such a checkpoint, so it is never memoized) or there are too many."""
-    files: list[Path] = []
-    stack = [policy]
-    while stack:
-        for entry in os.scandir(stack.pop()):
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
-                stack.append(Path(entry.path))
-            elif stat.S_ISREG(mode) and entry.stat(follow_symlinks=False).st_nlink == 1:
-                files.append(Path(entry.path))
-            else:
-                return None
-            if len(files) > _MAX_FILES:
-                return None
-    return sorted(files)
-
-
-def _manifest(policy: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((policy / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """Every file under `policy`, sorted; None when the tree is not plain data (`tree_problems`: a link, a
+    hard link, a special file, too many entries). The evaluator's loader refuses such a checkpoint."""
+    if tree_problems(policy, limit=1):
+        return None
+    return sorted(p for p in policy.rglob("*") if p.is_file())
 
 
 def _finite(x: object) -> bool:
@@ -110,12 +91,13 @@ def policy_digest(policy: Path, root: Path) -> str | None:
     files = _plain_files(policy)
     if files is None:
         return None
-    manifest = _manifest(policy)
-    base = manifest.get("base_model")
-    on_root = manifest.get("format") == "lora" and isinstance(base, str) and Path(base).resolve() == root.resolve()
-    if on_root and _unchanged_lora(policy, files):
+    try:
+        base = base_model_of(policy)  # itself, unless a LoRA checkpoint
+    except ContractError:
+        return None  # a manifest the loader refuses
+    if base != policy and base.resolve() == root.resolve() and _unchanged_lora(policy, files):
         return ROOT
-    h = hashlib.sha256(json.dumps([manifest.get("format"), base]).encode())
+    h = hashlib.sha256(str(base.resolve() if base != policy else "").encode())
     for f in files:
         name = f.relative_to(policy).as_posix()
         if name in _NOT_WEIGHTS:
@@ -155,11 +137,11 @@ def evaluate_memoized(domain: Domain, policy: Path, split: Split, on_progress: C
                       shard: Shard | None = None) -> EvalResult:
     """`evaluate_showing_progress`, reusing `memo_dir`'s answers for the same effective weights (module doc).
     `memo_dir` None evaluates as before."""
+    started = time.monotonic()
     sharded: dict[str, Any] = {} if shard is None else {"shard": shard}  # a plugin domain need not take it
     key = memo_key(domain, policy, root, split, limit, shard) if memo_dir is not None else None
     if key is None or memo_dir is None:
         return evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
-    started = time.monotonic()
     memo_dir.mkdir(parents=True, exist_ok=True)
     # One evaluation per key at a time: a job that trained the same weights beside another (main and its
     # noise rerun) waits for that one's answers instead of decoding them again on the same cores. The lock

@@ -49,8 +49,8 @@ def adapters(tmp_path_factory: pytest.TempPathFactory, tiny_policy: Path) -> dic
             "learned": _adapter(tiny_policy, root / "learned", nudge=0.05)}
 
 
-def _answers(result: object) -> list[tuple[str, str]]:
-    return [(r.task_id, r.completion) for r in result.results]  # type: ignore[attr-defined]
+def _answers(result: EvalResult) -> list[tuple[str, str]]:
+    return [(r.task_id, r.completion) for r in result.results]
 
 
 def test_an_adapter_that_changed_nothing_answers_as_the_root_does(
