@@ -38,6 +38,7 @@ too; run the command again to resume.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -181,6 +182,10 @@ def main() -> None:
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
     ap.add_argument("--archive-parents", type=at_least(0), default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
+    ap.add_argument("--lanes", type=int, choices=(1, 2), default=min(2, os.cpu_count() or 1),
+                    help="2 (default on 2 or more cores): a seed's arms in two lanes side by side, each with half "
+                         "the cores, the evolve arm and the arms made from it in one, the random search and the "
+                         "fixed arms in the other; 1: every arm after the other, with every core")
     ap.add_argument("--proposer", choices=("skills", "llm"), default="skills",
                     help="the evolve arm's proposer: skills (default, offline) or llm (needs --model)")
     ap.add_argument("--model", help="litellm model for --proposer llm, e.g. openai/Qwen2.5-7B-Instruct")
@@ -218,7 +223,7 @@ def main() -> None:
     seeds = []
     for seed in chosen_seeds:
         arms = SeedArms(out, evolve_config, run_config, seed, args.domain, preset["test_limit"],
-                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox)
+                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox, lanes=args.lanes)
         check_settings(arms.dir, settings)
         if args.splits_from:
             adopt(arms.dir, args.splits_from.resolve())

@@ -33,7 +33,12 @@ def _secret() -> str:
     from_env = os.environ.get(SECRET_ENV)
     if from_env:
         return from_env
-    path = data_dir() / SECRET_FILE
+    return make_secret(data_dir() / SECRET_FILE)
+
+
+def make_secret(path: Path) -> str:
+    """The secret in `path`, drawn at random (0600) if the file is not there yet; safe to race with another
+    process doing the same (the first one's draw wins)."""
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -56,7 +61,12 @@ def sealed_seed(domain: str, split: str) -> int:
 
 def fingerprint() -> str:
     """Names the secret without revealing it: a run records it, and resuming elsewhere can tell it changed."""
-    return hashlib.sha256(f"fingerprint:{_secret()}".encode()).hexdigest()[:16]
+    return fingerprint_of(_secret())
+
+
+def fingerprint_of(secret: str) -> str:
+    """fingerprint() of that secret."""
+    return hashlib.sha256(f"fingerprint:{secret}".encode()).hexdigest()[:16]
 
 
 def _package_dir(name: str) -> Path | None:

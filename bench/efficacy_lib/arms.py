@@ -22,18 +22,37 @@ From `meta-agent rollout` (one training run each, from the initial policy):
 
 from __future__ import annotations
 
-import re
 import shutil
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field
 
 from bench.efficacy_lib.commands import run_meta_agent
-from bench.efficacy_lib.compute import Compute, EvolveCompute, of_evolve, of_training
-from bench.efficacy_lib.harnesses import Bundle, Change, bundle_harness, copy_harness, merged_changes, without_change
+from bench.efficacy_lib.compute import of_evolve, of_training
+from bench.efficacy_lib.evolve_run import generation_time, merged_titles, sealed_of
+from bench.efficacy_lib.harnesses import (
+    Change,
+    bundle_harness,
+    copy_harness,
+    merged_changes,
+    same_files,
+    without_change,
+)
+from bench.efficacy_lib.lanes import run_lanes, threads_per_lane
+from bench.efficacy_lib.records import (
+    ARMS_RECORD,
+    RECORDS_VERSION,
+    ArmRecord,
+    ArmRecords,
+    EvolveRecord,
+    SeedRun,
+    finished_run,
+    saved,
+    without_arm,
+)
 from bench.efficacy_lib.reference import make_reference_harness
 from bench.efficacy_lib.splits import secret_file
 from meta_agent.errors import UserError
@@ -41,154 +60,18 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.active_time import run_seconds
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.gitops import init_harness
-from meta_agent.journal import CandidateCreated, GenerationDone, Merged, RunStarted
-from meta_agent.journal_keys import RUN_START
-from meta_agent.sealed import SECRET_FILE
+from meta_agent.sealed import SECRET_FILE, fingerprint_of, make_secret
 
-FIXED_ARMS = ("evolved", "reference", "random_search", "reference_total", "retrained", "reference_rollout",
-              "reference_again", "blind_bundle", "template")
-"""Every seed's arms; the leave-one-out arms (`without-<cand>`) depend on what the search merged."""
-ARMS_RECORD = "arms.json"
-"""Each finished arm's record (wall seconds, compute, and what the evolve run found), written as soon as the
-arm finishes. bench/results keeps it with the per-task results but not the runs (.gitignore), so a benchmark
-killed in a later arm, on a machine that kept only the tracked files, still finishes the seed: without it a
-saved result whose run is gone cannot have its compute counted, and the whole seed had to be re-run."""
 DERIVED = ("retrained", "blind_bundle", "reference_total")
 """Arms made from the evolve run (its final harness, its first report, its search's compute): an evolve run
 started over makes them stale, with the leave-one-out arms."""
-RECORDS_VERSION = 2
 AGAIN_SEED = 1000
 """reference_again trains with the seed plus this: another draw of the training randomness."""
 
 
-def without_arm(cand_id: str) -> str:
-    return "without-" + re.sub(r"[^A-Za-z0-9_.-]", "_", cand_id)
-
-
-class SeedRun(BaseModel):
-    """What one seed's arms cost and what its search found; the scores are read from results/<arm>.json."""
-
-    seed: int
-    compute: dict[str, Compute]
-    """Policy-training compute behind each arm's policy."""
-    search: dict[str, Compute]
-    """What each evolve run (evolved, random_search) spent besides its policy: backtests and noise reruns."""
-    wall_s: dict[str, float]
-    evolve_time: dict[str, float] = Field(default_factory=dict)
-    """Where the evolve run's generations spent their time (seconds): train, eval, proposer, wall."""
-    merged: list[str] = Field(default_factory=list)
-    """Titles of the candidates the evolve run merged into main, in merge order."""
-    random_merged: list[str] = Field(default_factory=list)
-    changes: list[Change] = Field(default_factory=list)
-    """The evolve run's merged changes: gate delta, config or code, what each touched."""
-    left_out: list[str] = Field(default_factory=list)
-    """The arms `without-<cand>` of the changes that were left out, in order of gate delta."""
-    not_left_out: dict[str, str] = Field(default_factory=dict)
-    """Top changes whose removal was impossible (later ones overlap them), with the reason."""
-    bundle: Bundle | None = None
-    settings: dict[str, Any] | None = None
-    """The benchmark settings (its evolve.yaml) the seed ran with: a report covers only seeds whose settings
-    match (efficacy/finished.py)."""
-
-    def arms(self) -> tuple[str, ...]:
-        return (*FIXED_ARMS, *self.left_out)
-
-
-class ArmRecord(BaseModel):
-    """A finished `rollout` arm: what it cost."""
-
-    wall_s: float
-    compute: Compute
-
-
-class EvolveRecord(BaseModel):
-    """A finished evolve arm: what it cost and what its run found, read from the run before it may be lost."""
-
-    wall_s: float
-    compute: EvolveCompute
-    time: dict[str, float]
-    """Where its generations spent their time (generation_time)."""
-    merged: list[str]
-
-
-class ArmRecords(BaseModel):
-    """ARMS_RECORD: one entry per finished arm, and what was made for the arms that follow."""
-
-    version: int = 1
-    """2: this benchmark (evolution from the reference); 1 (absent): the template-start benchmark, whose arms
-    have other meanings (its `reference.json` is not the evolve run's control)."""
-    settings: dict[str, Any] | None = None
-    """The benchmark settings the seed runs with (its evolve.yaml): what says, once the evolve run is gone, that
-    a later invocation with other settings must not finish this seed (efficacy/finished.py)."""
-    evolve: EvolveRecord | None = None
-    random: EvolveRecord | None = None
-    changes: list[Change] | None = None
-    left_out: list[str] | None = None
-    not_left_out: dict[str, str] = Field(default_factory=dict)
-    bundle: Bundle | None = None
-    rollouts: dict[str, ArmRecord] = Field(default_factory=dict)
-
-
-def saved_run(seed_dir: Path) -> SeedRun | None:
-    """The seed's record (wall.json) when it has one this benchmark can read: None when it has none, or was
-    finished by the earlier benchmark (template start, four arms), whose record this one cannot report."""
-    wall = seed_dir / "wall.json"
-    try:
-        return SeedRun.model_validate_json(wall.read_text()) if wall.is_file() else None
-    except ValueError:
-        return None
-
-
-def finished_run(seed_dir: Path) -> SeedRun | None:
-    """The seed's record when every one of its arms has its result saved."""
-    run = saved_run(seed_dir)
-    return run if run is not None and saved(seed_dir, run.arms()) else None
-
-
-def sealed_of(run_dir: Path) -> str | None:
-    """The fingerprint of the secret an evolve run drew its splits from (its journal's start)."""
-    started = EventLog(run_dir).done(RUN_START, RunStarted)
-    return started.sealed if started else None
-
-
-def saved(seed_dir: Path, arms: tuple[str, ...]) -> bool:
-    """These arms of the seed have their per-task results saved; a deleted result asks for its arm again."""
-    return all((seed_dir / "results" / f"{arm}.json").is_file() for arm in arms)
-
-
-def merged_titles(run_dir: Path) -> list[str]:
-    """What the search found: the merged candidates' titles, from the evolve run's journal. A candidate built
-    on an archived one (`archive_parents`) merged both changes, and its title says so."""
-    log = EventLog(run_dir)
-    created = {c.cand_id: c for c in log.of_type(CandidateCreated)}
-
-    def title(cand_id: str, depth: int = 0) -> str:
-        c = created.get(cand_id)
-        if c is None:
-            return cand_id
-        if c.parent is None or depth == 8:
-            return c.title
-        return f"{c.title}, on {c.parent} ({title(c.parent, depth + 1)})"
-
-    return [title(m.cand_id) for m in log.of_type(Merged)]
-
-
-def generation_time(run_dir: Path) -> dict[str, float]:
-    """The evolve run's journaled time per phase, summed over its generations (the final static arm and
-    test evaluations are the rest of its wall time)."""
-    log = EventLog(run_dir)
-    total: dict[str, float] = {}
-    g = 0
-    while (done := log.done(f"g{g}/done", GenerationDone)) is not None:
-        for phase in ("wall", "train", "eval", "proposer"):
-            total[phase] = total.get(phase, 0.0) + float(done.time.get(phase, 0.0))
-        g += 1
-    return total
-
-
 class SeedArms:
     def __init__(self, out: Path, evolve_config: Path, run_config: Path, seed: int, domain: str,
-                 test_limit: int | None, *, leave_one_out: int = 2, sandbox: str = "auto",
+                 test_limit: int | None, *, leave_one_out: int = 2, sandbox: str = "auto", lanes: int = 1,
                  log: Callable[[str], None] = print) -> None:
         """`evolve_config` is an evolve --config file; `run_config` the subset `rollout` and `eval` accept
         (domain, policy, sandbox, the domain's section), so every arm sees the same tasks and policy."""
@@ -196,14 +79,16 @@ class SeedArms:
         self.results = self.dir / "results"
         self.evolve_config, self.config = evolve_config, run_config
         self.seed, self.domain, self.test_limit, self.log = seed, domain, test_limit, log
-        self.leave_one_out, self.sandbox = leave_one_out, sandbox
+        self.leave_one_out, self.sandbox, self.lanes = leave_one_out, sandbox, lanes
+        self._lock = threading.RLock()  # the lanes share `records` and its file
         self.results.mkdir(parents=True, exist_ok=True)
 
     def _meta_agent(self, *args: str, data: Path | None = None) -> float:
         self.log(f"seed {self.seed}: meta-agent {' '.join(args)}")
         # Each seed has its own user data (skills library and evidence): what one seed's search learned must
         # not steer another's, nor your own library steer the benchmark.
-        return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}")
+        return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}",
+                              threads=threads_per_lane(self.lanes))
 
     def run(self) -> SeedRun:
         finished = finished_run(self.dir)
@@ -216,41 +101,18 @@ class SeedArms:
             raise UserError(f"{self.dir} was started by the template-start benchmark, whose arms mean other things: "
                             f"use another --out")
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
-        reference = self._reference_harness()
-        evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
-            self._evolve(records)
-        steps = evolve.compute.evolved.steps
-        if records.changes is None:
-            records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
-            self._keep(records)
-        final = self.dir / "evolve-harness"  # its main is the evolved harness
-        if not (final / ".git").is_dir() and not saved(self.dir, ("retrained", *(records.left_out or ()))):
-            raise UserError(f"seed {self.seed}: the evolved harness ({final}) is gone, and the retrained and "
-                            f"leave-one-out arms need it: delete {self.results / 'evolved.json'} to run the evolve "
-                            f"arm again")
-        self._rollout("reference_rollout", reference, steps, records)
-        self._rollout("retrained", final, steps, records)
-        self._rollout("reference_again", reference, steps, records, seed=self.seed + AGAIN_SEED)
-        self._rollout("blind_bundle", lambda: self._bundle(records), steps, records)
-        self._rollout("template", self._template_harness, steps, records)
-        for change in self._top_changes(records):
-            arm = without_arm(change.cand_id)
-            harness = self.dir / f"{arm}-harness"
-            if not (arm in records.rollouts and saved(self.dir, (arm,))) and \
-                    (reason := without_change(final, harness, change)) is not None:
-                records.not_left_out[change.cand_id] = reason
-                records.left_out = [a for a in records.left_out or [] if a != arm]
-                self._keep(records)
-                continue
-            self._rollout(arm, harness, steps, records)
-        random = records.random if records.random and saved(self.dir, ("random_search",)) else \
-            self._random(records)
-        self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
+        self._reference_harness()
+        make_secret(secret_file(self.dir))  # both lanes' runs draw their splits from it: made before either
+        searched: Future[int | None] = Future()  # the evolved policy's steps, once the evolve arm has them
+        run_lanes([lambda: self._search_lane(records, searched), lambda: self._control_lane(records, searched)],
+                  side_by_side=self.lanes > 1)
+        evolve, random = records.evolve, records.random
+        assert evolve is not None and random is not None, "both lanes ended without an error"
         r = records.rollouts
         run = SeedRun(
             seed=self.seed, settings=records.settings, evolve_time=evolve.time, merged=evolve.merged,
-            random_merged=random.merged, changes=records.changes, left_out=records.left_out or [],
-            not_left_out=records.not_left_out, bundle=records.bundle,
+            random_merged=random.merged, changes=records.changes or [], left_out=records.left_out or [],
+            not_left_out=records.not_left_out, bundle=records.bundle, reused=records.reused,
             search={"evolved": evolve.compute.search, "random_search": random.compute.search},
             wall_s={"evolve": evolve.wall_s, "random_search": random.wall_s, **{a: r[a].wall_s for a in r}},
             compute={"evolved": evolve.compute.evolved, "reference": evolve.compute.static,
@@ -258,9 +120,66 @@ class SeedArms:
         atomic_write_text(self.dir / "wall.json", run.model_dump_json(indent=2))
         return run
 
+    def _search_lane(self, records: ArmRecords, searched: Future[int | None]) -> None:
+        """The evolve arm, then the arms made from it (its final harness, its first report, its compute)."""
+        try:
+            evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
+                self._evolve(records)
+        except BaseException:
+            searched.set_result(None)  # the other lane must not wait for steps that will not come
+            raise
+        steps = evolve.compute.evolved.steps
+        searched.set_result(steps)
+        if records.changes is None:
+            records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
+            self._keep(records)
+        reference, final = self._reference_harness(), self.dir / "evolve-harness"  # its main: the evolved harness
+        if not (final / ".git").is_dir() and not saved(self.dir, ("retrained", *(records.left_out or ()))):
+            raise UserError(f"seed {self.seed}: the evolved harness ({final}) is gone, and the retrained and "
+                            f"leave-one-out arms need it: delete {self.results / 'evolved.json'} to run the evolve "
+                            f"arm again")
+        self._rollout("reference_rollout", reference, steps, records)
+        if "retrained" not in records.rollouts and (final / ".git").is_dir() and same_files(final, reference):
+            self._reuse("retrained", "reference_rollout", records)
+        self._rollout("retrained", final, steps, records)
+        self._rollout("blind_bundle", lambda: self._bundle(records), steps, records)
+        for change in self._top_changes(records):
+            arm = without_arm(change.cand_id)
+            harness = self.dir / f"{arm}-harness"
+            if not (arm in records.rollouts and saved(self.dir, (arm,))) and \
+                    (reason := without_change(final, harness, change)) is not None:
+                with self._lock:
+                    records.not_left_out[change.cand_id] = reason
+                    records.left_out = [a for a in records.left_out or [] if a != arm]
+                    self._keep(records)
+                continue
+            self._rollout(arm, harness, steps, records)
+        self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
+
+    def _control_lane(self, records: ArmRecords, searched: Future[int | None]) -> None:
+        """The random-search control, then the arms that need only the evolved policy's steps."""
+        if not (records.random and saved(self.dir, ("random_search",))):
+            self._random(records)
+        steps = searched.result()
+        if steps is None:
+            return  # the evolve arm failed; its lane says why
+        reference = self._reference_harness()
+        self._rollout("reference_again", reference, steps, records, seed=self.seed + AGAIN_SEED)
+        self._rollout("template", self._template_harness, steps, records)
+
+    def _reuse(self, arm: str, source: str, records: ArmRecords) -> None:
+        """`arm` is `source`'s job (the same harness files, steps and seed): its result and record, with
+        wall 0 and a note of whose they are, instead of training and scoring the same thing again."""
+        shutil.copyfile(self.results / f"{source}.json", self.results / f"{arm}.json")
+        with self._lock:
+            records.rollouts[arm] = records.rollouts[source].model_copy(update={"wall_s": 0.0})
+            records.reused[arm] = source
+            self._keep(records)
+
     def _keep(self, records: ArmRecords) -> None:
-        """Save the finished arms' records now (see ARMS_RECORD)."""
-        atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
+        """Save the finished arms' records now (see ARMS_RECORD); the lanes share them."""
+        with self._lock:
+            atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
 
     def _counted(self, result: Path, run: Path) -> None:
         """A saved result whose run is gone and that has no record cannot have its compute counted; say so
@@ -298,7 +217,9 @@ class SeedArms:
                                                  "--control", "static")
         if fresh:  # a new search: the arms made from the last one's harness, report or compute are stale
             for arm in DERIVED + tuple(records.left_out or ()):
-                records.rollouts.pop(arm, None)
+                with self._lock:
+                    records.rollouts.pop(arm, None)
+                    records.reused.pop(arm, None)
                 (self.results / f"{arm}.json").unlink(missing_ok=True)
                 shutil.rmtree(self.dir / arm, ignore_errors=True)
             records.bundle, records.not_left_out = None, {}
@@ -321,10 +242,10 @@ class SeedArms:
             shutil.copyfile(secret_file(self.dir), secret)
         records.random, _ = self._evolve_run(run_dir, self.dir / "random-harness", data,
                                              "--proposer", "random", "--control", "none")
-        theirs, ours = (sealed_of(d) for d in (run_dir, self.dir / "evolve"))
+        theirs, ours = sealed_of(run_dir), fingerprint_of(secret_file(self.dir).read_text().strip())
         if theirs != ours:  # task ids do not reveal the secret, so scores on other tasks would look paired
             raise UserError(f"seed {self.seed}: the random-search run drew its splits from another secret "
-                            f"({theirs}) than the evolve run ({ours}); delete {run_dir} and {data} to run it again")
+                            f"({theirs}) than the seed's ({ours}); delete {run_dir} and {data} to run it again")
         shutil.copyfile(run_dir / "final" / "evolved-test.json", result)
         shutil.copyfile(run_dir / "summary.md", self.dir / "random-summary.md")
         self._keep(records)
@@ -383,6 +304,7 @@ class SeedArms:
         seconds += self._meta_agent("eval", "--config", str(self.config), "--domain", self.domain,
                                     "--policy", str(run_dir / "train" / "checkpoint"), "--split", "test",
                                     *limit, "--out", str(result), "--show", "0")
-        records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
-        self._keep(records)
+        with self._lock:
+            records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
+            self._keep(records)
         return records.rollouts[arm]

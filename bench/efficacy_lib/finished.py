@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.efficacy_lib.arms import ARMS_RECORD, ArmRecords, SeedRun, finished_run, saved_run
+from bench.efficacy_lib.records import ARMS_RECORD, ArmRecords, SeedRun, finished_run, saved_run
 from meta_agent.errors import UserError
 
 IGNORED = frozenset({"sandbox"})

@@ -52,6 +52,12 @@ def copy_harness(src: Path, dest: Path) -> Path:
     return dest
 
 
+def same_files(a: Path, b: Path) -> bool:
+    """The two harness repos' HEAD commits hold the same files, byte for byte (git names a tree by its
+    contents): a training under either is the same job, since `rollout` trains HEAD's files."""
+    return bool(open_harness(a).head.commit.tree.hexsha == open_harness(b).head.commit.tree.hexsha)
+
+
 class Bundle(BaseModel):
     """What the blind bundle applied to the reference."""
 

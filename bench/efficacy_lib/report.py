@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bench.efficacy_lib.arms import SeedRun, without_arm
+from bench.efficacy_lib.records import SeedRun, without_arm
 from bench.efficacy_lib.splits import fingerprint
 from meta_agent.domains.base import EvalResult
 from meta_agent.stats import (
@@ -206,6 +206,8 @@ def render(report: EfficacyReport) -> str:
                          + (f"; could not apply: {', '.join(b.failed)}" if b.failed else "") + ".")
         lines += ["", "| merged change | gate delta | kind | touched | retrained - without it |",
                   "|---|---|---|---|---|"] if s.run.changes else ["", "The search merged nothing."]
+        lines += [f"The {arm} arm is {source}'s training and result: the same harness files, steps and seed, not "
+                  f"run twice." for arm, source in s.run.reused.items()]
         for c in s.run.changes:
             loo = s.paired.get(f"retrained - {without_arm(c.cand_id)}")
             why = s.run.not_left_out.get(c.cand_id)

@@ -17,7 +17,7 @@ from pathlib import Path
 import git
 import pytest
 
-from bench.efficacy_lib.arms import FIXED_ARMS
+from bench.efficacy_lib.records import FIXED_ARMS
 from bench.efficacy_lib.report import COMPARISONS
 from bench.efficacy_lib.splits import fingerprint
 from meta_agent.eventlog import EventLog

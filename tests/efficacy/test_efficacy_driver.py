@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bench.efficacy_lib.arms import ARMS_RECORD, FIXED_ARMS, ArmRecords, SeedRun
 from bench.efficacy_lib.compute import Compute
+from bench.efficacy_lib.records import ARMS_RECORD, FIXED_ARMS, ArmRecords, SeedRun
 from bench.efficacy_lib.report import (
     COMPARISONS,
     EfficacyReport,

@@ -47,5 +47,14 @@ def test_the_benchmark_runs_its_evolve_arm_with_the_llm_agents_it_is_given(tmp_p
     harness = git.Repo(seed_dir / "evolve-harness")
     assert "learning_rate: 0.0002" in harness.git.show(f"{created.commit}:harness.yaml"), "the coder's edit"
     assert all(c.title.startswith("Random control") for c in EventLog(seed_dir / "random").of_type(CandidateCreated))
-    assert report["seeds"][0]["run"]["compute"]["evolved"]["steps"] == \
-        report["seeds"][0]["run"]["compute"]["random_search"]["steps"]
+    run = report["seeds"][0]["run"]
+    assert run["compute"]["evolved"]["steps"] == run["compute"]["random_search"]["steps"]
+
+    # The gate merged nothing, so the final harness is the reference's files: `retrained` is reference_rollout's
+    # training and result (the same job), not a second training, and the report says so.
+    assert run["merged"] == [] and run["reused"] == {"retrained": "reference_rollout"}
+    assert not [line for line in res.stdout.splitlines() if "meta-agent rollout" in line and "retrained" in line]
+    results = seed_dir / "results"
+    assert (results / "retrained.json").read_bytes() == (results / "reference_rollout.json").read_bytes()
+    assert run["compute"]["retrained"] == run["compute"]["reference_rollout"] and run["wall_s"]["retrained"] == 0
+    assert "The retrained arm is reference_rollout's training and result" in (out / "report.md").read_text()

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.efficacy_lib.arms import merged_titles
 from bench.efficacy_lib.compute import of_evolve
+from bench.efficacy_lib.evolve_run import merged_titles
 from meta_agent.eventlog import EventLog
 from meta_agent.journal import CandidateCreated, Merged
 from meta_agent.stats import hierarchical_bootstrap_ci, iqm, mcnemar_exact, stratified_bootstrap_ci
