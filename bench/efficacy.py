@@ -18,7 +18,8 @@ Per seed, from the same initial policy (bench/efficacy_lib/arms.py says how each
   reference_total    the reference for the evolve run's total steps (policy + backtests + noise reruns)
   random_search      the same search with `--proposer random` (skills and parameters drawn blind)
   blind_bundle       the reference plus every seed skill whose trigger fires, applied at once
-  retrained          the final evolved harness trained again from the initial policy
+  retrained          the final evolved harness trained again from the initial policy (reference_rollout's
+                     result when the search merged nothing: the same files, steps and seed)
   reference_rollout  the reference trained the same way; reference_again: with another seed (noise floor)
   template           the template harness (context)
   without-<change>   the final harness without one of its top merged changes (leave-one-out)
@@ -38,7 +39,6 @@ too; run the command again to resume.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -154,9 +154,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, 50 min for seed 0 here (two evolve runs, 12 and 17 min; seven 24-step trainings "
-                         "with a 200-task evaluation, 2-3 min each; the reference at the search's total steps, 8 "
-                         "min); more when the search merges (leave-one-out arms, longer confirmation); gpu: sized "
+                         "cores, about 48 min for seed 0 here (two evolve runs, 12 and 17 min; six 24-step trainings "
+                         "with a 200-task evaluation, 2-3 min each, the retrained arm taken from reference_rollout "
+                         "when nothing merged; the reference at the search's total steps, 8 min); more when the "
+                         "search merges (retrained and leave-one-out arms, longer confirmation); gpu: sized "
                          "for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
                     help="math (default; the measured one), code (HumanEval and CodeI/O; not yet measured) or swe "
@@ -182,10 +183,6 @@ def main() -> None:
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
     ap.add_argument("--archive-parents", type=at_least(0), default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
-    ap.add_argument("--lanes", type=int, choices=(1, 2), default=min(2, os.cpu_count() or 1),
-                    help="2 (default on 2 or more cores): a seed's arms in two lanes side by side, each with half "
-                         "the cores, the evolve arm and the arms made from it in one, the random search and the "
-                         "fixed arms in the other; 1: every arm after the other, with every core")
     ap.add_argument("--proposer", choices=("skills", "llm"), default="skills",
                     help="the evolve arm's proposer: skills (default, offline) or llm (needs --model)")
     ap.add_argument("--model", help="litellm model for --proposer llm, e.g. openai/Qwen2.5-7B-Instruct")
@@ -223,7 +220,7 @@ def main() -> None:
     seeds = []
     for seed in chosen_seeds:
         arms = SeedArms(out, evolve_config, run_config, seed, args.domain, preset["test_limit"],
-                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox, lanes=args.lanes)
+                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox)
         check_settings(arms.dir, settings)
         if args.splits_from:
             adopt(arms.dir, args.splits_from.resolve())

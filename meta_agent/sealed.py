@@ -33,12 +33,7 @@ def _secret() -> str:
     from_env = os.environ.get(SECRET_ENV)
     if from_env:
         return from_env
-    return make_secret(data_dir() / SECRET_FILE)
-
-
-def make_secret(path: Path) -> str:
-    """The secret in `path`, drawn at random (0600) if the file is not there yet; safe to race with another
-    process doing the same (the first one's draw wins)."""
+    path = data_dir() / SECRET_FILE
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         try:

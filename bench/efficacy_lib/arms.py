@@ -12,7 +12,8 @@ From `meta-agent evolve --proposer random --control none` on another copy (the s
 From `meta-agent rollout` (one training run each, from the initial policy):
 - reference_total:   the reference for the evolve run's total steps (its policy's + its search's);
 - retrained:         the evolved run's final harness for the evolved policy's steps (harness quality without
-                     the luck of the checkpoint it ended on);
+                     the luck of the checkpoint it ended on); when the search merged nothing, the final
+                     harness is the reference's files and this is reference_rollout's job, whose result it takes;
 - reference_rollout: the reference the same way (what `retrained` is compared with);
 - reference_again:   the same with another training seed: two trainings of one harness, the noise floor;
 - blind_bundle:      the reference plus every seed skill whose trigger fires on the reference's first report;
@@ -23,9 +24,7 @@ From `meta-agent rollout` (one training run each, from the initial policy):
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 
 import yaml
@@ -41,7 +40,6 @@ from bench.efficacy_lib.harnesses import (
     same_files,
     without_change,
 )
-from bench.efficacy_lib.lanes import run_lanes, threads_per_lane
 from bench.efficacy_lib.records import (
     ARMS_RECORD,
     RECORDS_VERSION,
@@ -60,7 +58,7 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.active_time import run_seconds
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.gitops import init_harness
-from meta_agent.sealed import SECRET_FILE, fingerprint_of, make_secret
+from meta_agent.sealed import SECRET_FILE, fingerprint_of
 
 DERIVED = ("retrained", "blind_bundle", "reference_total")
 """Arms made from the evolve run (its final harness, its first report, its search's compute): an evolve run
@@ -71,7 +69,7 @@ AGAIN_SEED = 1000
 
 class SeedArms:
     def __init__(self, out: Path, evolve_config: Path, run_config: Path, seed: int, domain: str,
-                 test_limit: int | None, *, leave_one_out: int = 2, sandbox: str = "auto", lanes: int = 1,
+                 test_limit: int | None, *, leave_one_out: int = 2, sandbox: str = "auto",
                  log: Callable[[str], None] = print) -> None:
         """`evolve_config` is an evolve --config file; `run_config` the subset `rollout` and `eval` accept
         (domain, policy, sandbox, the domain's section), so every arm sees the same tasks and policy."""
@@ -79,16 +77,14 @@ class SeedArms:
         self.results = self.dir / "results"
         self.evolve_config, self.config = evolve_config, run_config
         self.seed, self.domain, self.test_limit, self.log = seed, domain, test_limit, log
-        self.leave_one_out, self.sandbox, self.lanes = leave_one_out, sandbox, lanes
-        self._lock = threading.RLock()  # the lanes share `records` and its file
+        self.leave_one_out, self.sandbox = leave_one_out, sandbox
         self.results.mkdir(parents=True, exist_ok=True)
 
     def _meta_agent(self, *args: str, data: Path | None = None) -> float:
         self.log(f"seed {self.seed}: meta-agent {' '.join(args)}")
         # Each seed has its own user data (skills library and evidence): what one seed's search learned must
         # not steer another's, nor your own library steer the benchmark.
-        return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}",
-                              threads=threads_per_lane(self.lanes))
+        return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}")
 
     def run(self) -> SeedRun:
         finished = finished_run(self.dir)
@@ -101,13 +97,8 @@ class SeedArms:
             raise UserError(f"{self.dir} was started by the template-start benchmark, whose arms mean other things: "
                             f"use another --out")
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
-        self._reference_harness()
-        make_secret(secret_file(self.dir))  # both lanes' runs draw their splits from it: made before either
-        searched: Future[int | None] = Future()  # the evolved policy's steps, once the evolve arm has them
-        run_lanes([lambda: self._search_lane(records, searched), lambda: self._control_lane(records, searched)],
-                  side_by_side=self.lanes > 1)
-        evolve, random = records.evolve, records.random
-        assert evolve is not None and random is not None, "both lanes ended without an error"
+        evolve = self._search_arms(records)
+        random = self._control_arms(records, evolve.compute.evolved.steps)
         r = records.rollouts
         run = SeedRun(
             seed=self.seed, settings=records.settings, evolve_time=evolve.time, merged=evolve.merged,
@@ -120,16 +111,11 @@ class SeedArms:
         atomic_write_text(self.dir / "wall.json", run.model_dump_json(indent=2))
         return run
 
-    def _search_lane(self, records: ArmRecords, searched: Future[int | None]) -> None:
+    def _search_arms(self, records: ArmRecords) -> EvolveRecord:
         """The evolve arm, then the arms made from it (its final harness, its first report, its compute)."""
-        try:
-            evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
-                self._evolve(records)
-        except BaseException:
-            searched.set_result(None)  # the other lane must not wait for steps that will not come
-            raise
+        evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
+            self._evolve(records)
         steps = evolve.compute.evolved.steps
-        searched.set_result(steps)
         if records.changes is None:
             records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
             self._keep(records)
@@ -148,38 +134,35 @@ class SeedArms:
             harness = self.dir / f"{arm}-harness"
             if not (arm in records.rollouts and saved(self.dir, (arm,))) and \
                     (reason := without_change(final, harness, change)) is not None:
-                with self._lock:
-                    records.not_left_out[change.cand_id] = reason
-                    records.left_out = [a for a in records.left_out or [] if a != arm]
-                    self._keep(records)
+                records.not_left_out[change.cand_id] = reason
+                records.left_out = [a for a in records.left_out or [] if a != arm]
+                self._keep(records)
                 continue
             self._rollout(arm, harness, steps, records)
         self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
+        return evolve
 
-    def _control_lane(self, records: ArmRecords, searched: Future[int | None]) -> None:
-        """The random-search control, then the arms that need only the evolved policy's steps."""
-        if not (records.random and saved(self.dir, ("random_search",))):
+    def _control_arms(self, records: ArmRecords, steps: int) -> EvolveRecord:
+        """The random-search control, and the arms that need only the evolved policy's steps."""
+        random = records.random if records.random and saved(self.dir, ("random_search",)) else \
             self._random(records)
-        steps = searched.result()
-        if steps is None:
-            return  # the evolve arm failed; its lane says why
         reference = self._reference_harness()
         self._rollout("reference_again", reference, steps, records, seed=self.seed + AGAIN_SEED)
         self._rollout("template", self._template_harness, steps, records)
+        return random
 
     def _reuse(self, arm: str, source: str, records: ArmRecords) -> None:
         """`arm` is `source`'s job (the same harness files, steps and seed): its result and record, with
         wall 0 and a note of whose they are, instead of training and scoring the same thing again."""
-        shutil.copyfile(self.results / f"{source}.json", self.results / f"{arm}.json")
-        with self._lock:
-            records.rollouts[arm] = records.rollouts[source].model_copy(update={"wall_s": 0.0})
-            records.reused[arm] = source
-            self._keep(records)
+        # whole or absent: a resume finds no record for `arm` and takes the result again
+        atomic_write_text(self.results / f"{arm}.json", (self.results / f"{source}.json").read_text())
+        records.rollouts[arm] = records.rollouts[source].model_copy(update={"wall_s": 0.0})
+        records.reused[arm] = source
+        self._keep(records)
 
     def _keep(self, records: ArmRecords) -> None:
-        """Save the finished arms' records now (see ARMS_RECORD); the lanes share them."""
-        with self._lock:
-            atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
+        """Save the finished arms' records now (see ARMS_RECORD)."""
+        atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
 
     def _counted(self, result: Path, run: Path) -> None:
         """A saved result whose run is gone and that has no record cannot have its compute counted; say so
@@ -217,9 +200,8 @@ class SeedArms:
                                                  "--control", "static")
         if fresh:  # a new search: the arms made from the last one's harness, report or compute are stale
             for arm in DERIVED + tuple(records.left_out or ()):
-                with self._lock:
-                    records.rollouts.pop(arm, None)
-                    records.reused.pop(arm, None)
+                records.rollouts.pop(arm, None)
+                records.reused.pop(arm, None)
                 (self.results / f"{arm}.json").unlink(missing_ok=True)
                 shutil.rmtree(self.dir / arm, ignore_errors=True)
             records.bundle, records.not_left_out = None, {}
@@ -304,7 +286,6 @@ class SeedArms:
         seconds += self._meta_agent("eval", "--config", str(self.config), "--domain", self.domain,
                                     "--policy", str(run_dir / "train" / "checkpoint"), "--split", "test",
                                     *limit, "--out", str(result), "--show", "0")
-        with self._lock:
-            records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
-            self._keep(records)
+        records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
+        self._keep(records)
         return records.rollouts[arm]

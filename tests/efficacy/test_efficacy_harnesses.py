@@ -9,9 +9,9 @@ from pathlib import Path
 import git
 import pytest
 
-from bench.efficacy_lib.harnesses import merged_changes, without_change
+from bench.efficacy_lib.harnesses import copy_harness, merged_changes, same_files, without_change
 from meta_agent.eventlog import EventLog
-from meta_agent.gitops import commit_dir, export_tree, init_harness, merge_no_ff
+from meta_agent.gitops import author_env, commit_dir, export_tree, init_harness, merge_no_ff
 from meta_agent.journal import Merged, VerdictRecorded
 
 
@@ -107,3 +107,16 @@ def test_the_swe_reference_trains_under_the_protocol_it_is_scored_under(tmp_path
          "from harness.swe.settings import agent_settings; agent_settings(load_config(Path(sys.argv[1])))",
          str(dest / "harness.yaml")], cwd=dest, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_a_harness_is_the_same_job_only_when_its_files_are_the_same(tmp_path: Path) -> None:
+    reference = init_harness(tmp_path / "reference", "math")
+    final = tmp_path / "final"
+    copy_harness(Path(reference.working_dir), final)
+    repo = git.Repo(final)
+    repo.git.commit("--allow-empty", "-m", "a merge that changed no file", env=author_env())
+    assert same_files(final, Path(reference.working_dir)), "history differs, files do not: the same training"
+    (final / "harness.yaml").write_text((final / "harness.yaml").read_text() + "\n# one byte more\n")
+    assert same_files(final, Path(reference.working_dir)), "an uncommitted edit is not what `rollout` trains"
+    repo.git.commit("-am", "a merged change", env=author_env())
+    assert not same_files(final, Path(reference.working_dir))
