@@ -56,12 +56,7 @@ def sealed_seed(domain: str, split: str) -> int:
 
 def fingerprint() -> str:
     """Names the secret without revealing it: a run records it, and resuming elsewhere can tell it changed."""
-    return fingerprint_of(_secret())
-
-
-def fingerprint_of(secret: str) -> str:
-    """fingerprint() of that secret."""
-    return hashlib.sha256(f"fingerprint:{secret}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"fingerprint:{_secret()}".encode()).hexdigest()[:16]
 
 
 def _package_dir(name: str) -> Path | None:

@@ -58,7 +58,7 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.active_time import run_seconds
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.gitops import init_harness
-from meta_agent.sealed import SECRET_FILE, fingerprint_of
+from meta_agent.sealed import SECRET_FILE
 
 DERIVED = ("retrained", "blind_bundle", "reference_total")
 """Arms made from the evolve run (its final harness, its first report, its search's compute): an evolve run
@@ -224,10 +224,10 @@ class SeedArms:
             shutil.copyfile(secret_file(self.dir), secret)
         records.random, _ = self._evolve_run(run_dir, self.dir / "random-harness", data,
                                              "--proposer", "random", "--control", "none")
-        theirs, ours = sealed_of(run_dir), fingerprint_of(secret_file(self.dir).read_text().strip())
+        theirs, ours = (sealed_of(d) for d in (run_dir, self.dir / "evolve"))
         if theirs != ours:  # task ids do not reveal the secret, so scores on other tasks would look paired
             raise UserError(f"seed {self.seed}: the random-search run drew its splits from another secret "
-                            f"({theirs}) than the seed's ({ours}); delete {run_dir} and {data} to run it again")
+                            f"({theirs}) than the evolve run ({ours}); delete {run_dir} and {data} to run it again")
         shutil.copyfile(run_dir / "final" / "evolved-test.json", result)
         shutil.copyfile(run_dir / "summary.md", self.dir / "random-summary.md")
         self._keep(records)

@@ -55,7 +55,7 @@ def copy_harness(src: Path, dest: Path) -> Path:
 def same_files(a: Path, b: Path) -> bool:
     """The two harness repos' HEAD commits hold the same files, byte for byte (git names a tree by its
     contents): a training under either is the same job, since `rollout` trains HEAD's files."""
-    return bool(open_harness(a).head.commit.tree.hexsha == open_harness(b).head.commit.tree.hexsha)
+    return open_harness(a).head.commit.tree.hexsha == open_harness(b).head.commit.tree.hexsha
 
 
 class Bundle(BaseModel):
