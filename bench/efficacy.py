@@ -31,14 +31,18 @@ test split once: choose settings on the selection split or on seeds you then dis
 Every arm's per-task results are saved in OUT/seed-N/results/<arm>.json, and the report (OUT/report.md,
 report.json) is computed from them alone: for the seeds of this invocation and every seed finished earlier in
 the same --out with the same settings (so --seed 0, then --seed 1 in a later session, builds one report).
-Re-running with the same --out resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arm
-too; run the command again to resume.
+Re-running with the same --out resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arms
+too; run the command again to resume. On 2 or more cores a seed's arms run in two lanes side by side (the
+evolve arm and the arms made from it; the random search and the fixed arms), each child with half the cores:
+0.67-0.71 of the wall one after the other, at identical answers (bench/efficacy_lanes.py); --lanes 1 runs
+them one after the other.
 `make bench` leaves this one out (it runs for hours at --preset cpu); run it on its own.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -183,6 +187,11 @@ def main() -> None:
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
     ap.add_argument("--archive-parents", type=at_least(0), default=None,
                     help="the evolve arm's archive parents per generation (default: the preset's)")
+    ap.add_argument("--lanes", type=int, choices=(1, 2), default=min(2, os.cpu_count() or 1),
+                    help="2 (default on 2 or more cores): a seed's arms in two lanes side by side, each child with "
+                         "half the cores: the evolve arm and the arms made from it in one, the random search and "
+                         "the fixed arms in the other (bench/efficacy_lanes.py measures what that saves); 1: every "
+                         "arm after the other, with every core")
     ap.add_argument("--proposer", choices=("skills", "llm"), default="skills",
                     help="the evolve arm's proposer: skills (default, offline) or llm (needs --model)")
     ap.add_argument("--model", help="litellm model for --proposer llm, e.g. openai/Qwen2.5-7B-Instruct")
@@ -220,7 +229,7 @@ def main() -> None:
     seeds = []
     for seed in chosen_seeds:
         arms = SeedArms(out, evolve_config, run_config, seed, args.domain, preset["test_limit"],
-                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox)
+                        leave_one_out=preset["leave_one_out"], sandbox=args.sandbox, lanes=args.lanes)
         check_settings(arms.dir, settings)
         if args.splits_from:
             adopt(arms.dir, args.splits_from.resolve())

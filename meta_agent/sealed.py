@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import os
 import secrets
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,18 +34,26 @@ def _secret() -> str:
     from_env = os.environ.get(SECRET_ENV)
     if from_env:
         return from_env
-    path = data_dir() / SECRET_FILE
+    return make_secret(data_dir() / SECRET_FILE)
+
+
+def make_secret(path: Path) -> str:
+    """The secret in `path`, drawn at random (0600) if the file is not there yet. Safe to race with another
+    process doing the same: the draw is written whole to a private file and then linked into place, which
+    fails if `path` exists, so the first one's draw wins and nobody reads a half-written secret."""
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # 0600
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass  # another process made it first
-        else:
             with os.fdopen(fd, "w") as f:
                 f.write(secrets.token_hex(32) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made it first
+        finally:
+            os.unlink(tmp)
     return path.read_text().strip()
 
 

@@ -24,7 +24,9 @@ From `meta-agent rollout` (one training run each, from the initial policy):
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import yaml
@@ -40,6 +42,7 @@ from bench.efficacy_lib.harnesses import (
     same_files,
     without_change,
 )
+from bench.efficacy_lib.lanes import run_lanes, threads_per_lane
 from bench.efficacy_lib.records import (
     ARMS_RECORD,
     RECORDS_VERSION,
@@ -58,7 +61,7 @@ from meta_agent.eventlog import EventLog
 from meta_agent.evolve.active_time import run_seconds
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.gitops import init_harness
-from meta_agent.sealed import SECRET_FILE
+from meta_agent.sealed import SECRET_FILE, make_secret
 
 DERIVED = ("retrained", "blind_bundle", "reference_total")
 """Arms made from the evolve run (its final harness, its first report, its search's compute): an evolve run
@@ -69,7 +72,7 @@ AGAIN_SEED = 1000
 
 class SeedArms:
     def __init__(self, out: Path, evolve_config: Path, run_config: Path, seed: int, domain: str,
-                 test_limit: int | None, *, leave_one_out: int = 2, sandbox: str = "auto",
+                 test_limit: int | None, *, leave_one_out: int = 2, sandbox: str = "auto", lanes: int = 1,
                  log: Callable[[str], None] = print) -> None:
         """`evolve_config` is an evolve --config file; `run_config` the subset `rollout` and `eval` accept
         (domain, policy, sandbox, the domain's section), so every arm sees the same tasks and policy."""
@@ -77,14 +80,16 @@ class SeedArms:
         self.results = self.dir / "results"
         self.evolve_config, self.config = evolve_config, run_config
         self.seed, self.domain, self.test_limit, self.log = seed, domain, test_limit, log
-        self.leave_one_out, self.sandbox = leave_one_out, sandbox
+        self.leave_one_out, self.sandbox, self.lanes = leave_one_out, sandbox, lanes
+        self._lock = threading.RLock()  # the lanes share `records` and its file
         self.results.mkdir(parents=True, exist_ok=True)
 
     def _meta_agent(self, *args: str, data: Path | None = None) -> float:
         self.log(f"seed {self.seed}: meta-agent {' '.join(args)}")
         # Each seed has its own user data (skills library and evidence): what one seed's search learned must
         # not steer another's, nor your own library steer the benchmark.
-        return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}")
+        return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}",
+                              threads=threads_per_lane(self.lanes))
 
     def run(self) -> SeedRun:
         finished = finished_run(self.dir)
@@ -97,8 +102,13 @@ class SeedArms:
             raise UserError(f"{self.dir} was started by the template-start benchmark, whose arms mean other things: "
                             f"use another --out")
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
-        evolve = self._search_arms(records)
-        random = self._control_arms(records, evolve.compute.evolved.steps)
+        self._reference_harness()
+        make_secret(secret_file(self.dir))  # both lanes' runs draw their splits from it: made before either
+        searched: Future[int | None] = Future()  # the evolved policy's steps, once the evolve arm has them
+        run_lanes([lambda: self._search_arms(records, searched), lambda: self._control_arms(records, searched)],
+                  side_by_side=self.lanes > 1)
+        evolve, random = records.evolve, records.random
+        assert evolve is not None and random is not None, "both lanes ended without an error"
         r = records.rollouts
         run = SeedRun(
             seed=self.seed, settings=records.settings, evolve_time=evolve.time, merged=evolve.merged,
@@ -111,11 +121,17 @@ class SeedArms:
         atomic_write_text(self.dir / "wall.json", run.model_dump_json(indent=2))
         return run
 
-    def _search_arms(self, records: ArmRecords) -> EvolveRecord:
-        """The evolve arm, then the arms made from it (its final harness, its first report, its compute)."""
-        evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
-            self._evolve(records)
+    def _search_arms(self, records: ArmRecords, searched: Future[int | None]) -> None:
+        """The evolve arm, then the arms made from it (its final harness, its first report, its compute).
+        `searched` gets the evolved policy's steps as soon as they are known (None if the evolve arm failed)."""
+        try:
+            evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
+                self._evolve(records)
+        except BaseException:
+            searched.set_result(None)  # the other lane must not wait for steps that will not come
+            raise
         steps = evolve.compute.evolved.steps
+        searched.set_result(steps)
         if records.changes is None:
             records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
             self._keep(records)
@@ -134,35 +150,39 @@ class SeedArms:
             harness = self.dir / f"{arm}-harness"
             if not (arm in records.rollouts and saved(self.dir, (arm,))) and \
                     (reason := without_change(final, harness, change)) is not None:
-                records.not_left_out[change.cand_id] = reason
-                records.left_out = [a for a in records.left_out or [] if a != arm]
-                self._keep(records)
+                with self._lock:
+                    records.not_left_out[change.cand_id] = reason
+                    records.left_out = [a for a in records.left_out or [] if a != arm]
+                    self._keep(records)
                 continue
             self._rollout(arm, harness, steps, records)
         self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
-        return evolve
 
-    def _control_arms(self, records: ArmRecords, steps: int) -> EvolveRecord:
-        """The random-search control, and the arms that need only the evolved policy's steps."""
-        random = records.random if records.random and saved(self.dir, ("random_search",)) else \
+    def _control_arms(self, records: ArmRecords, searched: Future[int | None]) -> None:
+        """The random-search control, then the arms that need only the evolved policy's steps."""
+        if not (records.random and saved(self.dir, ("random_search",))):
             self._random(records)
+        steps = searched.result()
+        if steps is None:
+            return  # the evolve arm failed; its lane says why
         reference = self._reference_harness()
         self._rollout("reference_again", reference, steps, records, seed=self.seed + AGAIN_SEED)
         self._rollout("template", self._template_harness, steps, records)
-        return random
 
     def _reuse(self, arm: str, source: str, records: ArmRecords) -> None:
         """`arm` is `source`'s job (the same harness files, steps and seed): its result and record, with
         wall 0 and a note of whose they are, instead of training and scoring the same thing again."""
         # whole or absent: a resume finds no record for `arm` and takes the result again
         atomic_write_text(self.results / f"{arm}.json", (self.results / f"{source}.json").read_text())
-        records.rollouts[arm] = records.rollouts[source].model_copy(update={"wall_s": 0.0})
-        records.reused[arm] = source
-        self._keep(records)
+        with self._lock:
+            records.rollouts[arm] = records.rollouts[source].model_copy(update={"wall_s": 0.0})
+            records.reused[arm] = source
+            self._keep(records)
 
     def _keep(self, records: ArmRecords) -> None:
-        """Save the finished arms' records now (see ARMS_RECORD)."""
-        atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
+        """Save the finished arms' records now (see ARMS_RECORD); the lanes share them."""
+        with self._lock:
+            atomic_write_text(self.dir / ARMS_RECORD, records.model_dump_json(indent=2))
 
     def _counted(self, result: Path, run: Path) -> None:
         """A saved result whose run is gone and that has no record cannot have its compute counted; say so
@@ -200,8 +220,9 @@ class SeedArms:
                                                  "--control", "static")
         if fresh:  # a new search: the arms made from the last one's harness, report or compute are stale
             for arm in DERIVED + tuple(records.left_out or ()):
-                records.rollouts.pop(arm, None)
-                records.reused.pop(arm, None)
+                with self._lock:
+                    records.rollouts.pop(arm, None)
+                    records.reused.pop(arm, None)
                 (self.results / f"{arm}.json").unlink(missing_ok=True)
                 shutil.rmtree(self.dir / arm, ignore_errors=True)
             records.bundle, records.not_left_out = None, {}
@@ -286,6 +307,7 @@ class SeedArms:
         seconds += self._meta_agent("eval", "--config", str(self.config), "--domain", self.domain,
                                     "--policy", str(run_dir / "train" / "checkpoint"), "--split", "test",
                                     *limit, "--out", str(result), "--show", "0")
-        records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
-        self._keep(records)
+        with self._lock:
+            records.rollouts[arm] = ArmRecord(wall_s=seconds, compute=of_training(run_dir / "train"))
+            self._keep(records)
         return records.rollouts[arm]

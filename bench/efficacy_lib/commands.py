@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +21,14 @@ from meta_agent.sealed import SECRET_ENV
 
 META_AGENT = (sys.executable, "-m", "meta_agent")
 """How the arms run meta-agent: in a fresh interpreter, like a user's shell would."""
+_running: set[subprocess.Popen[str]] = set()
+"""The children running now, from every lane (lanes.py stops them all when the driver is stopped)."""
+_running_lock = threading.Lock()
+_stopping = threading.Event()
+"""Set by stop_children: the driver is being stopped, so no lane may start another child."""
 
 
-def run_meta_agent(*args: str, data: Path, who: str) -> float:
+def run_meta_agent(*args: str, data: Path, who: str, threads: int | None = None) -> float:
     """`meta-agent ARGS` in a subprocess with its own user data dir (skills, sealed splits); its wall seconds.
     A failure is a UserError with the command and the tail of its output.
 
@@ -32,16 +38,29 @@ def run_meta_agent(*args: str, data: Path, who: str) -> float:
 
     The child never outlives this call: whatever ends it early (Ctrl-C, or SIGTERM, which `stop_on_sigterm`
     turns into SystemExit) stops the child too, so a scheduler that signals only the benchmark's own pid
-    leaves no orphaned run holding the harness repo's lock and the CPU. The run's journal makes it resumable."""
+    leaves no orphaned run holding the harness repo's lock and the CPU. The run's journal makes it resumable.
+
+    `threads`: the child's torch threads (OMP/MKL, which its sandboxes pass on), its share of the cores when
+    arms run side by side; None leaves the child every core."""
     started = time.monotonic()
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV} | {"META_AGENT_DATA": str(data)}
-    with subprocess.Popen([*META_AGENT, *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, env=env) as proc:
+    if threads is not None:
+        env |= {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    with _running_lock:
+        if _stopping.is_set():
+            raise UserError(f"{who}: the benchmark is stopping; `meta-agent {args[0]}` was not started")
+        proc = subprocess.Popen([*META_AGENT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        _running.add(proc)
+    with proc:
         try:
             stdout, stderr = proc.communicate()
         except BaseException:
             stop_child(proc)
             raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
     if proc.returncode != 0:
         raise UserError(f"{who}: `meta-agent {' '.join(args)}` failed (exit {proc.returncode}):\n"
                         f"{(stderr or stdout)[-3000:]}")
@@ -58,6 +77,17 @@ def stop_child(proc: subprocess.Popen[str], grace_s: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def stop_children() -> None:
+    """Stop every child `run_meta_agent` is waiting on, in any thread (each one's call then fails)."""
+    with _running_lock:
+        _stopping.set()
+        procs = list(_running)
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        stop_child(proc)
 
 
 def stop_on_sigterm() -> None:

@@ -1,0 +1,116 @@
+"""A seed's arms in two lanes side by side (bench/efficacy_lib/lanes.py): each lane's children get half the
+cores, a failing lane lets the other finish, a stopped benchmark leaves no child of either lane behind and
+starts no new one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.efficacy_lib.lanes import run_lanes, threads_per_lane
+from meta_agent.errors import UserError
+from tests.efficacy.test_efficacy_driver import ROOT, _alive
+
+
+def test_a_failing_lane_lets_the_other_finish_then_says_why(tmp_path: Path) -> None:
+    done = tmp_path / "done"
+
+    def fails() -> None:
+        raise UserError("seed 0: `meta-agent evolve` failed (exit 1)")
+
+    def finishes() -> None:
+        time.sleep(0.3)
+        done.write_text("saved")
+
+    with pytest.raises(UserError, match="meta-agent evolve"):
+        run_lanes([fails, finishes], side_by_side=True)
+    assert done.read_text() == "saved", "the other lane's arm was lost with the failing one"
+
+    def also_fails() -> None:
+        raise UserError("seed 0: `meta-agent rollout` failed (exit 1)")
+
+    with pytest.raises(UserError) as both:
+        run_lanes([fails, also_fails], side_by_side=True)
+    assert "evolve" in str(both.value) and "rollout" in str(both.value), "one lane's reason was dropped"
+
+
+def test_each_lane_gets_its_share_of_the_cores() -> None:
+    assert threads_per_lane(1) is None, "one lane: the child keeps every core"
+    assert threads_per_lane(2) == max(1, (os.cpu_count() or 1) // 2)
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from bench.efficacy_lib import commands
+    from bench.efficacy_lib.lanes import run_lanes
+    # stand-ins for long arms: each records its pid and its torch threads, then works until stopped
+    commands.META_AGENT = (sys.executable, "-c", "import os, sys, time; "
+                           "open(sys.argv[1], 'w').write(f'{os.getpid()} {os.environ.get(\\"OMP_NUM_THREADS\\")}'); "
+                           "time.sleep(600)")
+    commands.stop_on_sigterm()
+    tmp = Path(sys.argv[1])
+    def lane(name):
+        def arms():
+            for arm in ("first", "second"):
+                commands.run_meta_agent(str(tmp / f"{name}-{arm}.pid"), data=tmp / "data", who="seed 0", threads=1)
+        return arms
+    run_lanes([lane("a"), lane("b")], side_by_side=True)
+""")
+
+
+def test_stopping_the_benchmark_stops_both_lanes_arms_and_starts_no_other(tmp_path: Path) -> None:
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)],
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    firsts = [tmp_path / "a-first.pid", tmp_path / "b-first.pid"]
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not all(p.is_file() and p.read_text() for p in firsts) and time.monotonic() < deadline:
+            assert driver.poll() is None, "the driver died before its arms started"
+            time.sleep(0.1)
+        seen = [p.read_text().split() for p in firsts]
+        children = [int(pid) for pid, _ in seen]
+        assert [threads for _, threads in seen] == ["1", "1"], "each lane's child is told its share of the cores"
+        assert all(_alive(c) for c in children), "the two lanes run side by side"
+        driver.send_signal(signal.SIGTERM)  # what a scheduler does: the driver's pid only
+        assert driver.wait(timeout=90) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while any(_alive(c) for c in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(c) for c in children), "an arm outlived the benchmark"
+        assert not (tmp_path / "a-second.pid").exists() and not (tmp_path / "b-second.pid").exists(), \
+            "a lane started its next arm after the benchmark was stopped"
+    finally:
+        driver.kill()
+        for c in children:
+            if _alive(c):
+                os.kill(c, signal.SIGKILL)
+
+
+
+RACE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from meta_agent.sealed import make_secret
+    print(make_secret(Path(sys.argv[1])))
+""")
+
+
+def test_processes_racing_to_draw_the_secret_all_read_the_same_whole_one(tmp_path: Path) -> None:
+    """Both lanes' first runs may draw the seed's secret at once: none may read it half-written (an empty
+    secret would seal other splits), and every one must get the first draw."""
+    path = tmp_path / "data" / "sealed-secret"
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(path)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(8)]
+    seen = {proc.communicate(timeout=120)[0].strip() for proc in procs}
+    assert seen == {path.read_text().strip()} and len(seen.pop()) == 64
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in path.parent.iterdir()] == ["sealed-secret"], "a draw's private file was left behind"
