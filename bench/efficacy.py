@@ -158,11 +158,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, about 48 min for seed 0 here (two evolve runs, 12 and 17 min; six 24-step trainings "
-                         "with a 200-task evaluation, 2-3 min each, the retrained arm taken from reference_rollout "
-                         "when nothing merged; the reference at the search's total steps, 8 min); more when the "
-                         "search merges (retrained and leave-one-out arms, longer confirmation); gpu: sized "
-                         "for one GPU (not yet measured)")
+                         "cores, 44.5 min for seed 0 here in two lanes (the evolve arm, 22 min, then the arms made "
+                         "from it, beside the random search, 32 min, then two fixed arms; the retrained arm taken "
+                         "from reference_rollout when nothing merged); more when the search merges (retrained and "
+                         "leave-one-out arms, longer confirmation); gpu: sized for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
                     help="math (default; the measured one), code (HumanEval and CodeI/O; not yet measured) or swe "
                          "(the easy tier of the shipped bug-fix set under the sealed protocol; at --preset cpu a "
