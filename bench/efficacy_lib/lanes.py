@@ -3,8 +3,9 @@
 
 Why: on 2 cores a SmolLM2 training or evaluation does not use both cores well (much of a step is one-core
 Python), so two arms side by side finish sooner than one after the other: 0.67-0.71 of the wall at identical
-answers for two of this benchmark's arms (bench/efficacy_lanes.py, bench/results/efficacy-lanes). Each arm is still a whole `meta-agent` command with its
-own run dir, result and record, so a stopped benchmark resumes arm by arm as before.
+answers for two of this benchmark's arms (bench/efficacy_lanes.py, bench/results/efficacy-lanes). Each arm is
+still a whole `meta-agent` command with its own run dir, result and record, so a stopped benchmark resumes arm
+by arm as before.
 
 A lane that fails does not stop the other: its arms finish and are saved, then the failure is raised. A stop
 of the driver (Ctrl-C, SIGTERM) stops every lane's child at once and starts no new one."""
