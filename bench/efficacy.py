@@ -33,9 +33,9 @@ report.json) is computed from them alone: for the seeds of this invocation and e
 the same --out with the same settings (so --seed 0, then --seed 1 in a later session, builds one report).
 Re-running with the same --out resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arms
 too; run the command again to resume. On 2 or more cores a seed's arms run in two lanes side by side (the
-evolve arm and the arms made from it; the random search and the fixed arms), each child with half the cores:
-0.67-0.71 of the wall one after the other, at identical answers (bench/efficacy_lanes.py); --lanes 1 runs
-them one after the other.
+evolve arm and the arms made from it; the random search and the fixed arms), each child with half the cores
+while both lanes run: 0.67-0.71 of the wall one after the other, at identical answers (bench/efficacy_lanes.py);
+--lanes 1 runs them one after the other.
 `make bench` leaves this one out (it runs for hours at --preset cpu); run it on its own.
 """
 

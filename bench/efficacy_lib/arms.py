@@ -42,7 +42,7 @@ from bench.efficacy_lib.harnesses import (
     same_files,
     without_change,
 )
-from bench.efficacy_lib.lanes import run_lanes, threads_per_lane
+from bench.efficacy_lib.lanes import lane_threads, run_lanes
 from bench.efficacy_lib.records import (
     ARMS_RECORD,
     RECORDS_VERSION,
@@ -89,7 +89,7 @@ class SeedArms:
         # Each seed has its own user data (skills library and evidence): what one seed's search learned must
         # not steer another's, nor your own library steer the benchmark.
         return run_meta_agent(*args, data=data or self.dir / "data", who=f"seed {self.seed}",
-                              threads=threads_per_lane(self.lanes))
+                              threads=lane_threads())
 
     def run(self) -> SeedRun:
         finished = finished_run(self.dir)

@@ -9,12 +9,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from bench.efficacy_lib.lanes import run_lanes, threads_per_lane
+from bench.efficacy_lib.lanes import lane_threads, run_lanes, threads_per_lane
 from meta_agent.errors import UserError
 from tests.efficacy.test_efficacy_driver import ROOT, _alive
 
@@ -44,6 +45,31 @@ def test_a_failing_lane_lets_the_other_finish_then_says_why(tmp_path: Path) -> N
 def test_each_lane_gets_its_share_of_the_cores() -> None:
     assert threads_per_lane(1) is None, "one lane: the child keeps every core"
     assert threads_per_lane(2) == max(1, (os.cpu_count() or 1) // 2)
+
+
+def test_a_lane_left_alone_gives_its_next_arm_every_core() -> None:
+    """When one lane has finished, the other's remaining arms would leave a core idle on half the threads."""
+    seen: dict[str, int | None] = {}
+    long_started = threading.Event()
+
+    def short() -> None:
+        seen["short"] = lane_threads()
+        assert long_started.wait(30)
+
+    def long() -> None:
+        seen["long, first arm"] = lane_threads()
+        long_started.set()
+        deadline = time.monotonic() + 30
+        while lane_threads() is not None and time.monotonic() < deadline:  # until the short lane has ended
+            time.sleep(0.01)
+        seen["long, next arm"] = lane_threads()
+
+    run_lanes([long, short], side_by_side=True)
+    half = threads_per_lane(2)
+    assert seen == {"short": half, "long, first arm": half, "long, next arm": None}
+    assert lane_threads() is None, "after the lanes, a child gets every core"
+    run_lanes([lambda: seen.update(alone=lane_threads())], side_by_side=False)
+    assert seen["alone"] is None
 
 
 DRIVER = textwrap.dedent("""
