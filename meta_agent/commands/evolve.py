@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import typer
 from rich.console import Console
@@ -141,6 +143,8 @@ def way_back_in(run_dir: Path) -> str:
 @dataclass
 class Interrupts:
     presses: int = 0
+    deferred: bool = False
+    """The first Ctrl-C came during an import: it is raised once the import is done."""
 
     def reason(self) -> str | None:
         """A budget check: stops the run at its next step should the KeyboardInterrupt itself have been lost
@@ -153,17 +157,32 @@ def interrupts(run_dir: Path) -> Iterator[Interrupts]:
     """Ctrl-C: the first stops the run after its sandboxes and workers are cleaned up, and says how to
     continue; a second one while that happens stops the process at once (what is journaled is kept either
     way, as after a kill). Only the main thread can take signals: elsewhere, nothing changes. The handler
-    writes with os.write: a print from a signal handler can land inside another print and raise."""
+    writes with os.write: a print from a signal handler can land inside another print and raise.
+
+    A first Ctrl-C during an import waits for the import to end: raised inside one, KeyboardInterrupt can
+    unwind into a native module's initialisation (torch's, imported lazily at the run's first evaluation),
+    which aborts the whole process (SIGABRT, "terminate called after throwing ...") instead of stopping it
+    cleanly. The handler then asks again every 0.1 s until no import is on the stack."""
     state = Interrupts()
 
     def say(text: str) -> None:
         with contextlib.suppress(OSError):
             os.write(2, f"\n{text} {way_back_in(run_dir)}\n".encode())
 
-    def handler(_signum: int, _frame: object) -> None:
+    def handler(_signum: int, frame: FrameType | None) -> None:
+        if state.deferred:  # the first press, asked again (or a second one while it waits: the same)
+            if _importing(frame):
+                _ask_again()
+                return
+            state.deferred = False
+            raise KeyboardInterrupt
         state.presses += 1
         if state.presses == 1:
             say("interrupted: stopping (Ctrl-C again stops at once).")
+            if _importing(frame):
+                state.deferred = True
+                _ask_again()
+                return
             raise KeyboardInterrupt
         say("stopped at once.")
         os._exit(130)
@@ -177,6 +196,22 @@ def interrupts(run_dir: Path) -> Iterator[Interrupts]:
         yield state
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether an import is running in the main thread's stack (Python's import machinery is on it)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _ask_again() -> None:
+    """SIGINT to this process again in 0.1 s (the handler decides then whether it may raise)."""
+    timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    timer.daemon = True
+    timer.start()
 
 
 def learn_from_run(cfg: EvolveConfig, policy: Path, real_s: float) -> None:

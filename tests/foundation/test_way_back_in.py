@@ -58,6 +58,42 @@ def test_a_second_ctrl_c_stops_a_cleanup_that_hangs_at_once(tmp_path: Path) -> N
     assert f"continue with: meta-agent resume {tmp_path}" in said
 
 
+SLOW_IMPORT = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from meta_agent.commands.evolve import interrupts
+with interrupts(Path(sys.argv[1])):
+    try:
+        import slow_native_init  # stands in for torch, whose initialisation aborts if interrupted inside
+        print("imported whole:", slow_native_init.DONE, flush=True)
+        time.sleep(120)
+    except KeyboardInterrupt:
+        print("stopped after the import", flush=True)
+        sys.exit(130)
+"""
+
+
+def test_ctrl_c_during_an_import_stops_the_run_once_the_import_is_done(tmp_path: Path) -> None:
+    """Raised inside torch's lazy import, KeyboardInterrupt aborted `evolve` (SIGABRT, a C++ "terminate" and
+    no clean stop); the first Ctrl-C now waits for the import and then stops the run as usual."""
+    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / "slow_native_init.py").write_text(
+        "import time\nprint('importing', flush=True)\ntime.sleep(1.5)\nDONE = True\n")
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_IMPORT, str(tmp_path), str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _line(proc, "importing")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        proc.kill()
+    out = proc.stdout.read() if proc.stdout else ""
+    assert "imported whole: True" in out and "stopped after the import" in out, out
+    said = " ".join(proc.stderr.read().split()) if proc.stderr else ""
+    assert said.count("interrupted: stopping") == 1, said
+
+
 def _run(tmp_path: Path) -> Path:
     run = tmp_path / "run"
     run.mkdir()
