@@ -158,8 +158,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, 44.5 min for seed 0 here in two lanes (the evolve arm, 22 min, then the arms made "
-                         "from it, beside the random search, 32 min, then two fixed arms; the retrained arm taken "
+                         "cores, 40 min for seed 0 here in two lanes (the evolve arm, 19.5 min, then the arms made "
+                         "from it, beside the random search, 28.6 min, then two fixed arms; the retrained arm taken "
                          "from reference_rollout when nothing merged); more when the search merges (retrained and "
                          "leave-one-out arms, longer confirmation); gpu: sized for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
