@@ -37,7 +37,8 @@ def _end_tokens(model: Any, tokenizer: Any) -> set[int]:
     return {int(e) for e in (ends if isinstance(ends, (list, tuple)) else [ends])}
 
 
-def _left_padded(rows: Sequence[Sequence[int]], width: int, pad_id: int) -> tuple[Any, Any]:
+def left_padded(rows: Sequence[Sequence[int]], width: int, pad_id: int) -> tuple[Any, Any]:
+    """Token ids and attention mask for `rows`, each right-aligned in `width` behind `pad_id`."""
     import torch
 
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
@@ -92,7 +93,7 @@ def _prefill(model: Any, prompts: list[list[int]], pad_id: int) -> tuple[list[li
         width = len(rests[order[g]])
         size = max(1, min(len(order) - g, PREFILL_TOKENS // max(width, 1)))
         group = order[g:g + size]
-        ids, mask = _left_padded([rests[i] for i in group], width, pad_id)
+        ids, mask = left_padded([rests[i] for i in group], width, pad_id)
         cache = new_cache(model.config, [(k.expand(size, -1, -1, -1).contiguous(),
                                           v.expand(size, -1, -1, -1).contiguous()) for k, v in prefix], growing=False)
         seen = torch.cat([torch.ones((size, shared), dtype=torch.long), mask], dim=1)
@@ -154,13 +155,12 @@ class _Batch:
 
     def keep(self, slots: list[int]) -> None:
         """Only these rows (by slot) go on; columns no remaining row uses are dropped."""
-        index = slots
-        mask = self.mask[index]
+        mask = self.mask[slots]
         used = mask.any(dim=0).nonzero()
         start = int(used[0]) if len(used) else mask.shape[1]
         self.mask = mask[:, start:]
         self.rows = [self.rows[s] for s in slots]
-        self.cache = self._cache([[(layer.keys[s, :, start:], layer.values[s, :, start:]) for s in index]
+        self.cache = self._cache([[(layer.keys[s, :, start:], layer.values[s, :, start:]) for s in slots]
                                   for layer in self.cache.layers], self.mask.shape[1])
 
 
@@ -184,7 +184,6 @@ def packed_greedy(model: Any, tokenizer: Any, conversations: Sequence[list[dict[
             batch = _Batch(model, kv, [len(prompts[i]) for i in block])
             del kv
             last = first
-            left = 0  # rows still in the cache that have finished
             done = [False] * len(block)
             while True:
                 for slot, token in enumerate(last):
@@ -194,14 +193,12 @@ def packed_greedy(model: Any, tokenizer: Any, conversations: Sequence[list[dict[
                     answers[block[row]].append(token)
                     if token in ends or len(answers[block[row]]) >= max_new_tokens:
                         done[row] = True
-                        left += 1
                 running = [s for s, row in enumerate(batch.rows) if not done[row]]
                 if not running:
                     break
-                if left * 4 >= len(batch.rows):
+                if (len(batch.rows) - len(running)) * 4 >= len(batch.rows):  # a quarter has ended: compact
                     batch.keep(running)
                     last = [last[s] for s in running]
-                    left = 0
                 last = batch.step(last)
         if on_batch:
             on_batch(len(block))

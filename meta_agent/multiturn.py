@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from meta_agent.greedy_decode import left_padded
+
 
 @functools.cache
 def _growing_layer() -> Any:
@@ -141,11 +143,7 @@ class MultiTurnGreedy:
             self.reused_tokens += sum(max(0, cached - p) for p in pads)
         self.prompt_tokens += sum(len(x) for x in ids)
         pad_id = self.tok.pad_token_id
-        input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for i, x in enumerate(ids):
-            input_ids[i, pads[i]:] = torch.tensor(x, dtype=torch.long)
-            mask[i, pads[i]:] = 1
+        input_ids, mask = left_padded(ids, width, pad_id)
         with torch.inference_mode():
             device = self.model.device
             out = self.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device),
