@@ -7,7 +7,9 @@ of harness.yaml; off in the template): it acts the demonstration out in its own 
 as a policy must (find the function the failing test names, read it with line numbers), then the edits.
 
 Nothing here runs a command: these are strings for the harness's sandbox. Every path or name from the
-task file is quoted for the shell, and edited lines travel as Python literals inside a quoted heredoc.
+task file is quoted for the shell. A one-line fix is a `sed` substitution on the numbered line where one is
+safe (meta_agent/swe/sed_edit.py: ~25 tokens a small policy can learn to write, where rewriting the line
+took 80-96); otherwise edited lines travel as Python literals inside a quoted heredoc.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from meta_agent.swe.competent import fix_commands, patch_edits
 from meta_agent.swe.instance import SweInstance
+from meta_agent.swe.sed_edit import sed_command
 
 EDIT_CHARS = 360
 """Longest edit command sent as one reply (about 128 tokens of code); longer edits are sent in parts."""
@@ -30,12 +33,14 @@ def _line_edit(path: str, line: int, new: str) -> str:
 
 
 def edit_commands(instance: SweInstance) -> list[str]:
-    """The gold fix as edit commands: a one-line change names its 1-based line; anything else is the scripted
-    competent agent's edits (meta_agent/swe/competent.py), in parts of at most EDIT_CHARS characters."""
+    """The gold fix as edit commands: a one-line change names its 1-based line (a `sed` substitution where one
+    is safe, else the line rewritten); anything else is the scripted competent agent's edits
+    (meta_agent/swe/competent.py), in parts of at most EDIT_CHARS characters."""
     edits = patch_edits(instance.patch)
     if len(edits) == 1 and len(edits[0].removed) == 1 and len(edits[0].added) == 1:
         e = edits[0]
-        return [_line_edit(e.path, e.start + 1, e.added[0])]
+        sed = sed_command(e.path, e.start + 1, e.removed[0], e.added[0])
+        return [sed or _line_edit(e.path, e.start + 1, e.added[0])]
     commands = fix_commands(instance, lambda c: len(c) <= EDIT_CHARS)
     return [c for c in commands[1:] if c not in ("git diff", "submit")]
 
