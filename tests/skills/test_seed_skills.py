@@ -16,6 +16,7 @@ import git
 import pytest
 import yaml
 
+from meta_agent.backtest.train_stage import grown_budget
 from meta_agent.contract import ReplayRecord, RolloutRecord, Task, write_jsonl
 from meta_agent.gitops import export_tree, init_harness
 from meta_agent.harness_runner import HarnessRunner
@@ -118,6 +119,13 @@ def test_seed_skill_changes_behaviour_as_claimed(name: str, sandbox: Sandbox, tm
         for part in check["setting"].split("."):
             value = value[part]
         assert value == check["becomes"], f"{check['setting']} is {value!r}"
+    # A skill the template's own budget refuses before training could never be merged from it: the demo's
+    # warm start once raised 3 turns x 48 tokens to 5 x 128 and was refused for it (docs/swe-tasks.md)
+    main = repo.head.commit.hexsha
+    shutil.copy(after_dir / "harness.yaml", Path(repo.working_dir) / "harness.yaml")
+    repo.git.add(A=True)
+    applied = repo.index.commit(f"apply {name}").hexsha
+    assert grown_budget(repo, applied, main) is None
 
     if records:
         before = _replay(sandbox, before_dir, data, tmp_path / "out-before" / "replay.jsonl")
