@@ -27,21 +27,18 @@ sys.path.insert(0, str(ROOT))
 
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.policy import resolve_policy  # noqa: E402
-from meta_agent.swe.competent import patch_edits  # noqa: E402
 from meta_agent.swe.defaults import DEFAULT_TASKSET  # noqa: E402
-from meta_agent.swe.demonstration import _line_edit, demonstration  # noqa: E402
+from meta_agent.swe.demonstration import demonstration, edit_commands  # noqa: E402
 from meta_agent.swe.taskset import load_tasks  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "harness_repo"))
+from harness.swe.demonstrations import VIEW_LINES  # noqa: E402  (the lines of the function a demonstration reads)
+
 BUDGETS = [(3, 48), (4, 48), (4, 64), (4, 72), (4, 96), (5, 128)]
-VIEW_LINES = 12  # harness/swe/demonstrations.py reads this many lines of the function
 
 
-def replies(demo: dict, heredoc: bool, patch: str) -> list[str]:
-    """What a demonstration sends, one reply per turn."""
-    edits = list(demo["edits"])
-    e = patch_edits(patch)
-    if heredoc and len(e) == 1 and len(e[0].removed) == 1 and len(e[0].added) == 1:
-        edits = [_line_edit(e[0].path, e[0].start + 1, e[0].added[0])]
+def replies(demo: dict, edits: list[str]) -> list[str]:
+    """What a demonstration sends with these edits, one reply per turn."""
     start = max(1, demo["line"] - VIEW_LINES // 2)
     view = f"cat -n {shlex.quote(demo['file'])} | sed -n '{start},{start + VIEW_LINES - 1}p'"
     return [f"```bash\n{c}\n```" for c in [demo["find"], view, *edits, "submit"]]
@@ -65,7 +62,7 @@ def main() -> None:
             continue
         sed_used += any(e.startswith("sed -i ") for e in demo["edits"])
         for form, heredoc in (("here-document", True), ("sed where safe", False)):
-            sent = replies(demo, heredoc, inst.patch)
+            sent = replies(demo, edit_commands(inst, sed=not heredoc))
             longest = max(len(tok(r, add_special_tokens=False)["input_ids"]) for r in sent)
             forms[form].append((len(sent), longest))
     n = len(forms["sed where safe"])

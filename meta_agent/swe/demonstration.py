@@ -32,15 +32,15 @@ def _line_edit(path: str, line: int, new: str) -> str:
     return "python3 - <<'EOF'\n" + "\n".join(body) + "\nEOF"
 
 
-def edit_commands(instance: SweInstance) -> list[str]:
+def edit_commands(instance: SweInstance, sed: bool = True) -> list[str]:
     """The gold fix as edit commands: a one-line change names its 1-based line (a `sed` substitution where one
-    is safe, else the line rewritten); anything else is the scripted competent agent's edits
+    is safe and `sed` is on, else the line rewritten); anything else is the scripted competent agent's edits
     (meta_agent/swe/competent.py), in parts of at most EDIT_CHARS characters."""
     edits = patch_edits(instance.patch)
     if len(edits) == 1 and len(edits[0].removed) == 1 and len(edits[0].added) == 1:
         e = edits[0]
-        sed = sed_command(e.path, e.start + 1, e.removed[0], e.added[0])
-        return [sed or _line_edit(e.path, e.start + 1, e.added[0])]
+        command = sed_command(e.path, e.start + 1, e.removed[0], e.added[0]) if sed else None
+        return [command or _line_edit(e.path, e.start + 1, e.added[0])]
     commands = fix_commands(instance, lambda c: len(c) <= EDIT_CHARS)
     return [c for c in commands[1:] if c not in ("git diff", "submit")]
 
