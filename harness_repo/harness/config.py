@@ -69,10 +69,12 @@ class WarmStartSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     steps: int = Field(0, ge=0, le=10_000, description="optimizer steps of supervised fine-tuning; 0 = off")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
-    batch_size: int = Field(4, ge=1, le=256, description="examples (one assistant turn each) per step; "
-                            "rl.micro_batch_size caps how many go through one pass, as in GRPO")
+    batch_size: int = Field(4, ge=1, le=256, description="examples per step: a demonstration each, its "
+                            "assistant turns in the loss (harness/warm_start.py); rl.micro_batch_size caps how "
+                            "many go through one pass, as in GRPO")
     max_demos: int = Field(64, ge=1, le=100_000, description="demonstrations acted out, easiest tasks first")
-    max_length: int = Field(1536, ge=64, le=32_768, description="tokens per example; longer ones are cut")
+    max_length: int = Field(1536, ge=64, le=32_768, description="tokens per example: a longer demonstration "
+                            "trains one example per turn, a longer turn example is cut")
 
 
 class HarnessConfig(BaseModel):

@@ -5,7 +5,8 @@ scores the same and RL has nothing to learn from. The field's answer is a short 
 demonstrations first (SWE-Gym's rejection-sampled trajectories, SWE-smith's SFT before RL, DeepSWE's
 cold start). Here a domain that has demonstrations (`demonstrations(cfg, tasks, fits, limit)`: whole
 conversations built from the *train* tasks) gets `warm_start.steps` optimizer steps of TRL's SFTTrainer,
-with the loss on the assistant turns only; GRPO then starts from the result. Off (`steps: 0`) in the
+one example per demonstration with the loss on its assistant turns only (`training_examples`); GRPO then
+starts from the result. Off (`steps: 0`) in the
 template. What it did goes to `warm_start.json` beside the checkpoint.
 """
 
@@ -23,13 +24,49 @@ from harness.domain import DomainModule
 from harness.policy import training_dtype
 
 
-def turn_examples(conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
-    """One prompt-completion example per assistant turn: the conversation before it, and the turn."""
+def token_ids(tokenizer: Any, messages: list[dict[str, str]], generation_prompt: bool = False) -> list[int]:
+    """The chat template's text for these messages, tokenized as the rollout tokenizes a prompt."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _turn_span(tokenizer: Any, conv: list[dict[str, str]], i: int) -> tuple[list[int], int]:
+    """(ids of the conversation through assistant turn i, where that turn starts): TRL's prompt-completion
+    split (the completion starts where the prompt's and the prompt+turn's ids diverge), so the span is the
+    turn's reply, its end-of-turn token and whatever the template puts after it."""
+    before = token_ids(tokenizer, conv[:i], generation_prompt=True)
+    through = token_ids(tokenizer, conv[: i + 1])
+    shared = min(len(before), len(through))
+    start = next((k for k in range(shared) if before[k] != through[k]), shared)
+    return through, start
+
+
+def training_examples(tokenizer: Any, conversations: list[list[dict[str, str]]],
+                      max_length: int | None = None) -> list[dict[str, Any]]:
+    """Tokenized examples, `input_ids` with a `completion_mask` on the assistant turns (the loss's tokens).
+
+    One example per demonstration, its every assistant turn in the loss: under a causal model each turn's
+    tokens see exactly the context they would see in an example of their own, so the gradient is that of
+    the conversation's turn examples in one batch, at the cost of the longest of them instead of their sum
+    (each of SWE's turn examples repeats the statement and the turns before it: 0.32x the time,
+    bench/warm_start_examples.py). A conversation falls back to one example per assistant turn where the
+    template renders its beginning differently alone than inside the whole (some drop earlier turns'
+    reasoning: a turn would be learned in a context the policy never sees), or where it is longer than
+    `max_length` (cutting it would drop its last turns; a turn example is cut only in its own tail)."""
     examples = []
     for conv in conversations:
-        for i, message in enumerate(conv):
-            if message["role"] == "assistant":
-                examples.append({"prompt": conv[:i], "completion": [message]})
+        turns = [i for i, m in enumerate(conv) if m["role"] == "assistant"]
+        spans = [_turn_span(tokenizer, conv, i) for i in turns]
+        whole = token_ids(tokenizer, conv)
+        fits = max_length is None or len(whole) <= max_length
+        if fits and all(whole[: len(through)] == through for through, _ in spans):
+            mask = [0] * len(whole)
+            for through, start in spans:
+                mask[start: len(through)] = [1] * (len(through) - start)
+            examples.append({"input_ids": whole, "completion_mask": mask, "turns": len(turns)})
+        else:
+            examples.extend({"input_ids": through, "completion_mask": [0] * start + [1] * (len(through) - start),
+                             "turns": 1} for through, start in spans)
     return examples
 
 
@@ -50,9 +87,9 @@ def warm_start(
         return len(tokenizer(reply, add_special_tokens=False)["input_ids"]) < turn_tokens  # room for the end token
 
     conversations = make(cfg, tasks, fits, ws.max_demos)
-    examples = turn_examples(conversations)
-    report: dict[str, Any] = {"demonstrations": len(conversations), "examples": len(examples), "steps": 0,
-                              "loss": []}
+    examples = training_examples(tokenizer, conversations, ws.max_length)
+    report: dict[str, Any] = {"demonstrations": len(conversations), "examples": len(examples),
+                              "turns": sum(e.pop("turns") for e in examples), "steps": 0, "loss": []}
     if examples:
         trainer = _trainer(model, tokenizer, peft_config, cfg, examples, seed, scratch)
         trainer.train()
@@ -61,7 +98,8 @@ def warm_start(
         model, peft_config = trainer.model, None
     report["wall_time"] = round(time.monotonic() - started, 1)
     (out / "warm_start.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(f"warm start: {report['demonstrations']} demonstrations, {report['examples']} examples, "
+    print(f"warm start: {report['demonstrations']} demonstrations ({report['turns']} assistant turns) in "
+          f"{report['examples']} examples, "
           f"{report['steps']} steps, loss {report['loss'][:1]} -> {report['loss'][-1:]}", flush=True)
     return model, peft_config
 
