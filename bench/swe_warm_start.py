@@ -8,7 +8,7 @@ easy tier, the same GRPO steps and seed each:
   reference     the reference SWE harness
   warm-start    the same with the `swe-warm-start` seed skill applied by its apply.py (supervised steps on
                 the train split's own fixes, acted out as episodes, before GRPO)
-  warm-start-long   the same skill with 96 steps at 3x its learning rate (two passes over the demonstrations)
+  warm-start-one-pass   the same skill with half its steps (one pass over the demonstrations)
 
 and reports, for each, the funnel of its training episodes (ran a command, left a diff, touched the file the
 fix is in, resolved by the sealed verifier, groups with a resolved episode) and the trained policy on the
@@ -48,7 +48,7 @@ from meta_agent.training import TRAIN_TASKS, VERIFIED  # noqa: E402
 ARMS: dict[str, dict[str, dict[str, object]]] = {
     "reference": {},
     "warm-start": {"swe-warm-start": {}},  # the skill's own parameters
-    "warm-start-long": {"swe-warm-start": {"steps": 96, "learning_rate": 3.0e-4}},  # 2 passes, 3x the rate
+    "warm-start-one-pass": {"swe-warm-start": {"steps": 48}},  # half the skill's steps
 }
 
 

@@ -13,12 +13,12 @@ TURNS, TURN_TOKENS = 4, 48
 
 
 def apply(harness_dir: Path, params: dict) -> str:
-    steps = int(params.get("steps", 24))
+    steps = int(params.get("steps", 96))
     if not 1 <= steps <= 1000:
         raise ValueError(f"steps {steps} is outside [1, 1000]")
-    settings = {"steps": steps, "batch_size": int(params.get("batch_size", 4)),
+    settings = {"steps": steps, "batch_size": int(params.get("batch_size", 1)),  # demonstrations per step
                 "max_demos": int(params.get("max_demos", 48)),
-                "learning_rate": float(params.get("learning_rate", 1.0e-4))}
+                "learning_rate": float(params.get("learning_rate", 3.0e-4))}
     set_setting(harness_dir, "warm_start.steps", steps)  # says "already applied" when it is
     for key, value in settings.items():
         if key != "steps" and get_setting(harness_dir, f"warm_start.{key}") != value:
