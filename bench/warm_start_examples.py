@@ -1,8 +1,8 @@
 """The warm start's supervised phase: one example per demonstration ÷ one example per assistant turn.
 
 `harness/warm_start.py` used to give TRL's SFTTrainer one prompt-completion example per assistant turn:
-a four-turn SWE demonstration became four examples, each carrying the ~600-token statement and every
-turn before it. It now gives one example per demonstration with all its assistant turns in the loss
+a four-turn SWE demonstration became four examples, each carrying the statement and every turn before
+it. It now gives one example per demonstration with all its assistant turns in the loss
 (`training_examples`); under a causal model each turn's tokens see the same context either way
 (tests/swe_domain/test_warm_start.py checks the loss is the same). This measures what that saves, side
 by side in one run: the same demonstrations of the default set's easiest train tasks, one pass each way
@@ -39,29 +39,24 @@ from meta_agent.policy import resolve_policy  # noqa: E402
 from meta_agent.training import TRAIN_TASKS  # noqa: E402
 
 
-def _config(demos: int, batch_size: int) -> Any:
-    """The SWE template with the swe-warm-start skill's agent settings, one pass over `demos`."""
+def _config(demos: int, batch_size: int, steps: int) -> Any:
+    """The SWE template with the swe-warm-start skill's agent settings."""
     from harness.config import HarnessConfig
 
     raw = yaml.safe_load((ROOT / "harness_repo" / "configs" / "swe.yaml").read_text())
-    raw["domain_settings"].update({"max_turns": 4, "turn_tokens": 48})
+    raw["domain_settings"].update({"max_turns": 4, "turn_tokens": 48})  # swe-warm-start/apply.py's TURNS, TURN_TOKENS
     raw["rl"]["micro_batch_size"] = 1
-    raw["warm_start"].update({"steps": 1, "batch_size": batch_size, "max_demos": demos, "learning_rate": 3.0e-4})
+    raw["warm_start"].update({"steps": steps, "batch_size": batch_size, "max_demos": demos, "learning_rate": 3.0e-4})
     return HarnessConfig.model_validate(raw)
 
 
-def _train(policy: Path, cfg: Any, rows: list[dict[str, Any]], steps: int, scratch: str) -> tuple[float, list[float]]:
-    from datasets import Dataset
-    from trl import SFTTrainer
-
+def _train(policy: Path, cfg: Any, rows: list[dict[str, Any]], scratch: str) -> tuple[float, list[float]]:
+    """The warm start's own trainer (harness/warm_start.py), timed over `cfg.warm_start.steps` steps."""
     from harness.policy import load_policy
-    from harness.warm_start import sft_args
+    from harness.warm_start import _trainer
 
     model, tokenizer, _, peft_config = load_policy(policy, cfg)
-    args = sft_args(cfg.model_copy(update={"warm_start": cfg.warm_start.model_copy(update={"steps": steps})}),
-                    0, scratch)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=peft_config)
+    trainer = _trainer(model, tokenizer, peft_config, cfg, rows, 0, scratch)
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
@@ -86,17 +81,17 @@ def main() -> None:
         inputs = Path(tmp) / "inputs"
         write_jsonl(inputs / TRAIN_TASKS, SweDomain(SweSettings()).export_train(inputs))
         tasks = read_tasks(inputs / TRAIN_TASKS)  # as the harness reads them
-        cfg = _config(args.demos, 1)
-        convs = demonstrations(cfg, tasks, lambda r: len(tok(r, add_special_tokens=False)["input_ids"]) < 48,
-                               args.demos)
+        turn_tokens = 48  # the skill's turns (swe-warm-start/apply.py); a reply keeps one token for its end
+        convs = demonstrations(_config(args.demos, 1, 1), tasks,
+                               lambda r: len(tok(r, add_special_tokens=False)["input_ids"]) < turn_tokens, args.demos)
         per_turn = [{"prompt": c[:i], "completion": [m]} for c in convs for i, m in enumerate(c)
                     if m["role"] == "assistant"]
         whole = training_examples(tok, convs)
         turns = sum(e.pop("turns") for e in whole)
         print(f"{len(convs)} demonstrations, {turns} assistant turns; {len(whole)} conversation examples", flush=True)
         old_steps = math.ceil(len(per_turn) / 4)
-        old_wall, old_loss = _train(policy, _config(args.demos, 4), per_turn, old_steps, tmp)
-        new_wall, new_loss = _train(policy, cfg, whole, len(whole), tmp)
+        old_wall, old_loss = _train(policy, _config(args.demos, 4, old_steps), per_turn, tmp)
+        new_wall, new_loss = _train(policy, _config(args.demos, 1, len(whole)), whole, tmp)
     rows = {"one example per turn (4 a step)": (old_wall, old_steps, old_loss),
             "one example per demonstration (1 a step)": (new_wall, len(whole), new_loss)}
     lines = [f"{len(convs)} demonstrations of the default set's easiest train tasks, {turns} assistant turns, "
