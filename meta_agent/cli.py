@@ -162,7 +162,7 @@ def eval_(
     "What trains": ["domain", "harness", "policy", "config"],
     "The search (each part costs training steps)": [
         "generations", "candidates", "train_steps", "selection_limit", "confirm_steps", "archive_parents",
-        "repair_turns", "control", "seed"],
+        "repair_turns", "control", "seed", "rerun_known"],
     "The proposer and its LLM": ["proposer", "model", "diagnostician_model", "coder_model", "coder", "api_base",
                                  "coder_api_base", "skills"],
     "Budgets (a run that reaches one stops cleanly; `resume` continues it)": [
@@ -210,6 +210,11 @@ def evolve(
              "(default 2; the LLM proposer repairs, the skills proposer does not)")] = None,
     control: Annotated[Literal["static", "none"] | None, typer.Option(
         help="static (default): also train the unchanged harness and compare at the end")] = None,
+    rerun_known: Annotated[bool, typer.Option(
+        "--rerun-known", help="propose again what an earlier run measured and rejected under the exact same "
+                              "conditions (main's tree, starting policy, settings, tasks, skill code); by default "
+                              "such a variant counts as tried and the search moves on (it would cost the same "
+                              "and, with fixed seeds and greedy evaluation, score the same)")] = False,
     budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
     seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-evolve-<domain>)")] = None,
@@ -241,7 +246,8 @@ def evolve(
         "candidates": candidates, "train_steps": train_steps, "selection_limit": selection_limit,
         "confirm_steps": confirm_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
-        "control": control, "seed": seed, "run_dir": run_dir, "tracker": tracker, "repair_turns": repair_turns,
+        "control": control, "seed": seed, "rerun_known": rerun_known or None, "run_dir": run_dir, "tracker": tracker,
+        "repair_turns": repair_turns,
         "sandbox": {"backend": sandbox_name or None},
         "llm": {"model": model or None, "diagnostician_model": diagnostician_model or None,
                 "coder_model": coder_model or None, "api_base": api_base or None, "coder": coder or None,

@@ -187,6 +187,10 @@ class EvolveConfig(RunConfig):
     repair_turns: int = Field(2, ge=0, le=5, description="times a candidate that failed static or replay goes "
                                                           "back to its proposer with the failure (LLM proposer)")
     retire_after: int = Field(3, ge=1, description="retire a skill whose last N applications all lost")
+    rerun_known: bool = Field(False, description=(
+        "propose again a skill variant that an earlier run measured and rejected under this generation's exact "
+        "conditions (same main tree, starting policy, settings, tasks and skill code: the same verdict at the "
+        "same cost); off: the proposer goes on to what is not yet measured (meta_agent/skills/known.py)"))
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings, description=(

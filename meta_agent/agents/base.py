@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from meta_agent.hypothesis import Hypothesis
 from meta_agent.journal import VerdictRecorded
 from meta_agent.report.rollout_report import RolloutReport
+from meta_agent.skills.known import KnownRejection
 from meta_agent.skills.store import SkillSet
 from meta_agent.verdicts import Verdict
 from sandboxes import Mount, Sandbox, Session
@@ -42,6 +43,9 @@ class ProposalContext:
     """The generation's evidence folder (meta_agent/evolve/evidence.py), read-only."""
     sandbox: Sandbox | None = None
     """Where agent-written analysis code runs (the diagnostician's run_python); None: no such tool."""
+    known: list[KnownRejection] = field(default_factory=list)
+    """Skill variants earlier runs measured and rejected under this generation's exact conditions
+    (skills/known.py); empty with `--rerun-known`."""
 
 
 @dataclass

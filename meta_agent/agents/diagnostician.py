@@ -23,6 +23,7 @@ from meta_agent.llm.client import LLMClient
 from meta_agent.llm.tools import Tool, ToolResult
 from meta_agent.llm.transcript import Transcript
 from meta_agent.report.rollout_report import RolloutReport
+from meta_agent.skills.known import KnownRejection
 from sandboxes import Mount
 
 MAX_STEPS = 40
@@ -73,10 +74,11 @@ def render_report(report: RolloutReport) -> str:
     return "\n".join(lines)
 
 
-def render_history(history: list[VerdictRecorded]) -> str:
-    if not history:
-        return "none yet"
-    return "\n".join(f"- {h.cand_id}: {h.title} -> {h.verdict} at {h.stage}: {h.reason[:200]}" for h in history)
+def render_history(history: list[VerdictRecorded], known: list[KnownRejection] | None = None) -> str:
+    """This run's verdicts, then what earlier runs measured and rejected under these exact conditions."""
+    lines = [f"- {h.cand_id}: {h.title} -> {h.verdict} at {h.stage}: {h.reason[:200]}" for h in history]
+    lines += [f"- earlier run: {k.describe()}" for k in known or []]
+    return "\n".join(lines) or "none yet"
 
 
 @dataclass
@@ -221,7 +223,7 @@ class Diagnostician:
         user = load_prompt("diagnostician_user", generation=ctx.generation, run_id=ctx.run_id, domain=ctx.domain, k=k,
                            report=render_report(ctx.report), files="\n".join(reader.files()),
                            sources=key_sources(reader, ctx.domain), skills=skills_text or "none match",
-                           history=render_history(ctx.history), evidence=evidence_text(ctx.evidence_dir))
+                           history=render_history(ctx.history, ctx.known), evidence=evidence_text(ctx.evidence_dir))
         session = AgentSession(self.client, transcript, agent="diagnostician", scope=scope,
                                system=load_prompt("diagnostician_system", k=k), user=user)
         submit = Tool("submit_hypotheses", f"Submit the diagnosis: at most {k} hypotheses, best first. Ends the "

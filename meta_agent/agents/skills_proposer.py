@@ -24,6 +24,7 @@ from meta_agent.agents.base import Implementation, Outcome, ProposalContext, Wor
 from meta_agent.config import EvolveConfig
 from meta_agent.hypothesis import Hypothesis, PredictedEffect
 from meta_agent.report.rollout_report import RolloutReport
+from meta_agent.skills.known import known_tried
 from meta_agent.skills.model import KINDS, SkillMeta
 from meta_agent.skills.retrieve import Ranked, rank, trigger_match
 from meta_agent.skills.runner import ALREADY_APPLIED, run_apply
@@ -58,7 +59,8 @@ def _shown(params: dict[str, Any], meta: SkillMeta) -> str:
 def _so_far(tried: list[Tried], meta: SkillMeta) -> str:
     said = [f"{_shown(t.params, meta)} {t.verdict}" + (f" (delta {t.delta:+.3f})" if t.delta is not None else "")
             for t in tried]
-    return f"A parameter variant; this run tried {'; '.join(said)}. "
+    return (f"A parameter variant; tried so far (in this run, or measured by an earlier run under the same "
+            f"conditions): {'; '.join(said)}. ")
 
 
 def skill_hypothesis(meta: SkillMeta, params: dict[str, Any], *, title: str, failure_mode: str, evidence: str,
@@ -166,7 +168,8 @@ class SkillsProposer:
         training settings as one recipe while a measurability skill fires); then, while slots remain, the
         next variant of skills this run already tried that have parameter ranges, most promising first."""
         ranked = rank(self.skills, ctx.report)
-        tried = {r.skill.name: tried_in(ctx.history, r.skill.meta) for r in ranked}
+        tried = {r.skill.name: tried_in(ctx.history, r.skill.meta) + known_tried(ctx.known, r.skill.meta)
+                 for r in ranked}
         pool = [r for r in ranked if r.trigger_score > 0 and not tried[r.skill.name]]
         # Seeded shuffle, then a stable sort: equal scores come out in a seed-determined order.
         # Validity first: fix what the reward measures before optimising against it. Then measurability:

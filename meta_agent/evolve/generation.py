@@ -26,6 +26,7 @@ from meta_agent.errors import BudgetExhausted, failure_text
 from meta_agent.evolve.active_time import active_seconds
 from meta_agent.evolve.archive import choose_parents
 from meta_agent.evolve.candidate import CandidateRun, GenerationView
+from meta_agent.evolve.conditions import conditions
 from meta_agent.evolve.confirm import confirm
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
@@ -53,6 +54,7 @@ from meta_agent.journal import (
 from meta_agent.journal_keys import CandidateId, gen_dir, gen_key
 from meta_agent.report.render import write_report
 from meta_agent.sealed import sealed_seed
+from meta_agent.skills.known import KnownRejection, known_rejections
 from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, load_trained
 
@@ -61,6 +63,8 @@ class Generation:
     def __init__(self, ctx: RunContext, g: int, policy: Path, history: Path | None) -> None:
         self.ctx, self.g, self.policy, self.history = ctx, g, policy, history
         self.main_before = ""
+        self.conditions = ""
+        """What this generation's backtests run under (evolve/conditions.py), for the evidence they leave."""
         self.noise_floor = 0.0
         self.evidence: Path | None = None
 
@@ -82,6 +86,7 @@ class Generation:
             return done
         self.main_before = ctx.step(self.key("start"), GenerationStarted, lambda: GenerationStarted(
             main=ctx.repo.commit("main").hexsha, t=time.time())).main
+        self.conditions = conditions(ctx, g, self.main_before, self.policy, self.history)
         noise_runs = self._main_and_noise()
         control_run = load_trained(self.dir / "main", ctx.domain, str(ctx.root_policy), ctx.tasks_file)
         ctx.reporter.phase(f"gen {g}: evaluating main on the sealed selection split")
@@ -109,7 +114,7 @@ class Generation:
         verdicts = [c.run() for c in cands]
         verdicts = confirm(ctx, view, verdicts, hypotheses)
         verdicts, next_policy = merge_winners(ctx, view, verdicts, hypotheses, control_run)
-        learn_from(ctx, self.g, self.main_before, verdicts, hypotheses)
+        learn_from(ctx, self.g, self.main_before, verdicts, hypotheses, self.conditions)
         event = GenerationDone(
             run_id=ctx.run_id, gen=g, main_before=self.main_before, main_after=ctx.repo.commit("main").hexsha,
             policy=str(self.policy), next_policy=next_policy, control_score=control_eval.score.mean,
@@ -302,6 +307,16 @@ class Generation:
             self.ctx.reporter.phase(f"gen {self.g}: candidate {k} builds on archived candidate {cand}")
         return chosen.parents
 
+    def _known(self) -> list[KnownRejection]:
+        """Earlier runs' measured rejections under this generation's conditions (skills/known.py), shown."""
+        ctx = self.ctx
+        if ctx.cfg.rerun_known:
+            return []
+        known = known_rejections(ctx.skills, ctx.domain.name, self.conditions, ctx.run_id)
+        for k in known:
+            ctx.reporter.phase(f"gen {self.g}: {k.describe()}; counted as tried (--rerun-known proposes it again)")
+        return known
+
     def _propose(self, control_run: TrainedRun) -> list[Hypothesis]:
         """The proposer's hypotheses, journaled. Whatever it raises or returns is this generation's proposal, not
         the run's: a failure leaves the generation without candidates (its reason journaled and shown), and a
@@ -317,7 +332,7 @@ class Generation:
                 pctx = ProposalContext(run_id=ctx.run_id, generation=self.g, domain=ctx.domain.name,
                                        report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
                                        seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence,
-                                       sandbox=ctx.sandbox)
+                                       sandbox=ctx.sandbox, known=self._known())
                 kept, dropped = _valid(ctx.proposer.propose(pctx, ctx.cfg.candidates), ctx.cfg.candidates)
             except (BudgetExhausted, KeyboardInterrupt):
                 raise

@@ -29,6 +29,7 @@ from meta_agent.journal import (
 from meta_agent.journal_keys import COMBINED, cand_dir, cand_key, gen_dir, merge_key
 from meta_agent.skills.evidence import evidence_verdict
 from meta_agent.skills.evidence import record as record_evidence
+from meta_agent.skills.known import skill_digest
 from meta_agent.skills.model import Evidence
 from meta_agent.skills.store import SkillError, UnknownSkill, load_skill
 from meta_agent.skills.variants import params_of
@@ -106,22 +107,28 @@ def _merge_one(ctx: RunContext, g: int, v: Verdict, created: CandidateCreated, b
 
 
 def learn_from(ctx: RunContext, g: int, main_before: str, verdicts: list[Verdict],
-               hypotheses: list[Hypothesis]) -> None:
-    """Evidence for every skill a candidate used, then the proposer's skill writer on each outcome."""
+               hypotheses: list[Hypothesis], conditions: str = "") -> None:
+    """Evidence for every skill a candidate used (with the generation's `conditions`, evolve/conditions.py),
+    then the proposer's skill writer on each outcome."""
     for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
         if h.skills_used:
             ctx.step(cand_key(g, k, "evidence"), SkillEvidence,
-                     functools.partial(_evidence, ctx, g, k, main_before, v, h))
+                     functools.partial(_evidence, ctx, g, k, main_before, v, h, conditions))
     for k, (v, h) in enumerate(zip(verdicts, hypotheses, strict=True)):
         ctx.step(cand_key(g, k, "learn"), SkillWritten, functools.partial(_learn, ctx, g, k, main_before, v, h))
 
 
-def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis) -> SkillEvidence:
+def _evidence(ctx: RunContext, g: int, k: int, main_before: str, v: Verdict, h: Hypothesis,
+              conditions: str) -> SkillEvidence:
     created = _candidate(ctx, g, k)
     retired = []
     used = [name for name in h.skills_used if not (created and name in created.not_applied)]
     for name in used:
-        ev = Evidence(run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
+        try:
+            digest = skill_digest(ctx.skills.get(name))
+        except UnknownSkill:
+            continue  # a skill named by an LLM hypothesis that the library does not hold
+        ev = Evidence(conditions=conditions, skill_digest=digest,run=ctx.run_id, harness_repo=str(ctx.repo.working_dir),
                       commit=(created.commit if created and created.commit else main_before),
                       domain=ctx.domain.name, metric="selection_delta" if v.kind == "performance" else "validity",
                       delta=v.delta, ci=v.ci, verdict=evidence_verdict(v), stage=v.stage,

@@ -61,6 +61,10 @@ class Evidence(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict, description="the parameters this application used")
     retired_it: bool = Field(False, description="this application's loss retired the skill in its domain "
                                                 "(kept, so that a run redone after a kill journals the same)")
+    conditions: str = Field("", description="digest of what the backtest ran under (main's tree, the starting "
+                                            "policy, the run's settings, the tasks; evolve/conditions.py); '' "
+                                            "when unknown")
+    skill_digest: str = Field("", description="digest of the skill's code and settings when it was applied")
 
     @property
     def won(self) -> bool:
