@@ -109,6 +109,11 @@ def policy_digest(policy: Path, root: Path) -> str | None:
     return h.hexdigest()
 
 
+def tasks_digest(domain: Domain, split: Split) -> str:
+    """The split's tasks as the evaluator sees them (id, prompt, answer), as a digest."""
+    return hashlib.sha256(json.dumps([[t.id, t.prompt, t.answer] for t in domain.tasks(split)]).encode()).hexdigest()
+
+
 def memo_key(domain: Domain, policy: Path, root: Path, split: Split, limit: int | None,
              shard: Shard | None) -> str | None:
     """The evaluation's key, or None when it cannot be memoized."""
@@ -117,7 +122,7 @@ def memo_key(domain: Domain, policy: Path, root: Path, split: Split, limit: int 
         return None
     settings = getattr(domain, "settings", None)
     dump = getattr(settings, "model_dump_json", None)
-    tasks = hashlib.sha256(json.dumps([[t.id, t.prompt, t.answer] for t in domain.tasks(split)]).encode()).hexdigest()
+    tasks = tasks_digest(domain, split)
     parts = {"meta_agent": __version__, "domain": domain.name, "settings": dump() if callable(dump) else None,
              "split": split, "tasks": tasks, "limit": limit, "shard": list(shard) if shard else None,
              "root": str(root.resolve()), "policy": digest}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
@@ -103,3 +104,12 @@ def readable_by_sandboxes(path: Path) -> Path:
         if mode & want != want:
             item.chmod(mode | want | (want << 3))
     return path
+
+
+def sha256_file(path: Path) -> str:
+    """The file's SHA-256, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -17,20 +17,13 @@ from pathlib import Path
 
 from meta_agent import __version__
 from meta_agent.errors import failure_text
-from meta_agent.eval_memo import policy_digest
+from meta_agent.eval_memo import policy_digest, tasks_digest
 from meta_agent.evolve.context import RunContext
+from meta_agent.fsutil import sha256_file
 
 _NOT_RESULTS = {"run_dir", "harness", "tracker", "budget", "rerun_known", "generations", "test_limit"}
 """Settings that change where a run writes, when it stops, how long it goes on, what it proposes or its final
 test comparison, not what a generation's backtests measure."""
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _history_digest(ctx: RunContext, history: Path) -> str:
@@ -68,14 +61,13 @@ def conditions(ctx: RunContext, g: int, main: str, policy: Path, history: Path |
         llm = settings.get("llm")
         if isinstance(llm, dict):
             llm.pop("cache_dir", None)
-        selection = [[t.id, t.prompt, t.answer] for t in ctx.domain.tasks("selection")]
         parts = {
             "meta_agent": __version__, "domain": ctx.domain.name, "settings": settings, "generation": g,
             "main_tree": ctx.repo.commit(main).tree.hexsha, "policy": digest,
             "root": _root_identity(ctx.root_policy),
             "history": _history_digest(ctx, history) if history is not None else None,
-            "train_tasks": _file_digest(ctx.tasks_file),
-            "selection": hashlib.sha256(json.dumps(selection).encode()).hexdigest(),
+            "train_tasks": sha256_file(ctx.tasks_file),
+            "selection": tasks_digest(ctx.domain, "selection"),
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
     except Exception as e:  # a doubt costs a rerun, never the run

@@ -8,7 +8,6 @@ cache_dir()/swe/sdists/ so a rebuild never touches the network.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import tarfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from meta_agent.fsutil import sha256_file
 from meta_agent.paths import cache_dir
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.pip_sandbox import host_python, run_pip
@@ -29,14 +29,6 @@ PROJECT_NAME = re.compile(r"^([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._-]{0,98}[A-Za-z
 
 def sdist_dir() -> Path:
     return cache_dir() / "swe" / "sdists"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def parse_requirement(spec: str) -> tuple[str, str]:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from meta_agent.fsutil import sha256_file
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SweInstance
-from meta_agent.swe.sdist import fetch_sdist, sha256_file
+from meta_agent.swe.sdist import fetch_sdist
 from meta_agent.swe.statement import changed_lines
 from meta_agent.swe.verdict import evaluate_patch
 from sandboxes import Sandbox
