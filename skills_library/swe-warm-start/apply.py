@@ -1,15 +1,15 @@
 """Turn on the warm start: supervised steps on the train split's demonstrations before GRPO.
 
-A demonstration needs 4 turns (find, read, edit, submit) of up to 48 tokens (a one-line fix is a `sed`
-substitution on the numbered line); under a smaller turn budget every one is left out, so the budget is
-raised to that where it is lower. 4 x 48 stays within twice the template's 3 x 48, which the backtest's
-compute check allows."""
+A demonstration needs 4 or 5 turns (find, read, read on past a long docstring where one hides the bug's
+line, edit, submit) of up to 48 tokens (a one-line fix is a `sed` substitution on the numbered line); under
+a smaller turn budget every one is left out, so the budget is raised to 5 where it is lower. 5 x 48 stays
+within twice the template's 3 x 48, which the backtest's compute check allows."""
 
 from pathlib import Path
 
 from skillkit import get_setting, set_setting
 
-TURNS, TURN_TOKENS = 4, 48
+TURNS, TURN_TOKENS = 5, 48
 
 
 def apply(harness_dir: Path, params: dict) -> str:

@@ -67,7 +67,8 @@ def test_demonstrations_explore_then_make_the_gold_fix(harness_work: Path, train
         # the search's output leads to the listing, and the listing shows the line the edit names
         inst = by_id[task["id"]]
         assert inst.mutation is not None and inst.mutation.function
-        assert f"{inst.mutation.line}\t" in conv[5]["content"]
+        listing = max(i for i, m in enumerate(conv) if m["role"] == "assistant" and "cat -n" in m["content"]) + 1
+        assert f"{inst.mutation.line}\t" in conv[listing]["content"]
         # the edits make exactly the gold fix
         gold = checkout(inst, tmp_path / "gold" / task["id"])
         buggy = (gold / inst.mutation.file).read_text()

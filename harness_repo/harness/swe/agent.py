@@ -28,6 +28,10 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (50 * 2**20, 50 * 2**20))
 
 
+CUT_MARK = "\n[... "
+"""What follows output the cap cut (then how many characters were cut)."""
+
+
 def run_command(command: str, cwd: Path, timeout: float, max_chars: int) -> tuple[int, str]:
     """(exit code, output shown to the policy). The policy's command runs inside the harness's own
     sandbox, in its own process group, killed whole on timeout."""
@@ -46,7 +50,7 @@ def run_command(command: str, cwd: Path, timeout: float, max_chars: int) -> tupl
         out += f"\n[command timed out after {timeout:.0f}s]".encode()
     text = out.decode("utf-8", errors="replace")
     if len(text) > max_chars:
-        text = text[:max_chars] + f"\n[... {len(text) - max_chars} characters cut ...]"
+        text = text[:max_chars] + f"{CUT_MARK}{len(text) - max_chars} characters cut ...]"
     return code, text
 
 

@@ -5,7 +5,10 @@ commands). This turns it into the conversation a competent policy would have und
 agent settings, exploring first the way it must on a sealed task, where nothing says where the bug is:
 
   1. find the function the failing test names (`grep -rn 'def name(' .`),
-  2. read it with line numbers, from the `def` line the search printed,
+  2. read it with line numbers from the `def` line the search printed (`cat -n file | sed -n 'N,+11p'`),
+     and where the capped observation ends before the bug's line (a long docstring), read on from the last
+     line it showed: every number a demonstration writes is one it was shown, as on a sealed task, where
+     nothing says where the bug is,
   3. the edit(s), naming the line number the listing showed,
   4. `submit`.
 
@@ -70,13 +73,24 @@ def _def_line(found: str, file: str, bug_line: int) -> int | None:
     return max(lines, default=None)
 
 
+def shown_lines(output: str) -> list[int]:
+    """The line numbers of a `cat -n` listing that the (capped) output shows whole: a line the cap cut is not
+    shown, so a policy reads on from the last whole one."""
+    body, marker, _ = output.rpartition(agent.CUT_MARK)
+    lines = (body if marker else output).split("\n")
+    if marker:
+        lines = lines[:-1]  # the line the cap cut
+    return [int(m.group(1)) for line in lines if (m := re.match(r"^\s*(\d+)\t", line))]
+
+
 def act_out(task: dict[str, Any], demo: dict[str, Any], workdir: Path, s: AgentSettings,
             fits: Callable[[str], bool]) -> list[dict[str, str]] | None:
-    """The demonstration as a conversation (None: it does not fit this harness's turns, or edits nothing)."""
+    """The demonstration as a conversation (None: it does not fit this harness's turns, edits nothing, or could
+    not find the bug's line from what it was shown)."""
     messages = build_messages(task)
     file, bug_line = str(demo.get("file") or ""), int(demo.get("line") or 0)
     edits = [e for e in demo.get("edits") or [] if isinstance(e, str)]
-    if not file or bug_line <= 0 or not edits:
+    if not file or bug_line <= 0 or not edits or not isinstance(demo.get("find"), str):
         return None
 
     def turn(command: str) -> str:
@@ -85,12 +99,17 @@ def act_out(task: dict[str, Any], demo: dict[str, Any], workdir: Path, s: AgentS
         messages.extend([{"role": "assistant", "content": _reply(command)}, {"role": "user", "content": obs}])
         return output
 
-    start = max(1, bug_line - VIEW_LINES // 2)
-    if isinstance(demo.get("find"), str):
-        found = _def_line(turn(demo["find"]), file, bug_line)
-        if found is not None and 0 <= bug_line - found < VIEW_LINES - 1:
-            start = found
-    turn(f"cat -n {shlex.quote(file)} | sed -n '{start},{start + VIEW_LINES - 1}p'")
+    start = _def_line(turn(demo["find"]), file, bug_line)
+    if start is None:
+        return None  # the search did not show where to read: nothing a policy could follow
+    while True:  # read from the `def`, then on from the last line shown, until the bug's line is shown whole
+        shown = shown_lines(turn(f"cat -n {shlex.quote(file)} | sed -n '{start},+{VIEW_LINES - 1}p'"))
+        if bug_line in shown:
+            break
+        replies = sum(m["role"] == "assistant" for m in messages)
+        if not shown or max(shown) <= start or replies + len(edits) + 1 >= s.max_turns:
+            return None  # no further to read, or no turn left to read on, edit and submit
+        start = max(shown)
     for command in edits:
         turn(command)
     messages.append({"role": "assistant", "content": _reply(agent.SUBMIT)})
