@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +35,7 @@ from meta_agent.swe.instance import SweInstance  # noqa: E402
 from meta_agent.swe.taskset import load_tasks  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "harness_repo"))
+from harness.swe import repo  # noqa: E402
 from harness.swe.demonstrations import act_out  # noqa: E402
 from harness.swe.settings import AgentSettings  # noqa: E402
 
@@ -46,13 +45,9 @@ BUDGETS = [(3, 48), (4, 48), (5, 48), (6, 48), (4, 96), (5, 128), (6, 128)]
 def replies(inst: SweInstance, demo: dict, edits: list[str], scratch: Path) -> list[str] | None:
     """What a demonstration sends with these edits, one reply per turn, acted out in a fresh checkout (None:
     its search showed no `def` to read from)."""
-    work = checkout(inst, scratch / "tree")
-    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-c", "core.hooksPath=/dev/null"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base", "--no-verify"]):
-        subprocess.run([*git, *args], cwd=work, check=True, capture_output=True)
+    work = repo.track(checkout(inst, scratch / "tree"))
     task = {"id": inst.instance_id, "prompt": inst.problem_statement}
     conv = act_out(task, {**demo, "edits": edits}, work, AgentSettings(max_turns=99), lambda reply: True)
-    shutil.rmtree(work)
     return None if conv is None else [m["content"] for m in conv if m["role"] == "assistant"]
 
 

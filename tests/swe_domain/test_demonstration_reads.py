@@ -8,7 +8,6 @@ Real commands in a real checkout (a git repository of one module); no model is t
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,11 +22,9 @@ def _module(work: Path) -> tuple[str, int]:
              '    """', "    if not x < lower:", "        return lower", "    return min(x, upper)", ""]
     (work / "pkg").mkdir(parents=True)
     (work / "pkg" / "mathutils.py").write_text("\n".join(lines))
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", "--allow-empty"],
-                   cwd=work, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "buggy"], cwd=work, check=True)
+    from harness.swe.repo import track
+
+    track(work)  # as a task's checkout is
     return "pkg/mathutils.py", lines.index("    if not x < lower:") + 1
 
 

@@ -77,9 +77,7 @@ def shown_lines(output: str) -> list[int]:
     """The line numbers of a `cat -n` listing that the (capped) output shows whole: a line the cap cut is not
     shown, so a policy reads on from the last whole one."""
     body, marker, _ = output.rpartition(agent.CUT_MARK)
-    lines = (body if marker else output).split("\n")
-    if marker:
-        lines = lines[:-1]  # the line the cap cut
+    lines = body.split("\n")[:-1] if marker else output.split("\n")  # the cap cut the body's last line
     return [int(m.group(1)) for line in lines if (m := re.match(r"^\s*(\d+)\t", line))]
 
 

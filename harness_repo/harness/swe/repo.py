@@ -20,10 +20,15 @@ def checkout(task: dict[str, Any], tasks_dir: Path, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive) as tar:
         tar.extractall(dest, filter="data")
-    _git(dest, "init", "-q")
-    _git(dest, "add", "-A")
-    _git(dest, "commit", "-q", "--no-verify", "-m", "base")
-    return dest
+    return track(dest)
+
+
+def track(tree: Path) -> Path:
+    """Put a tree under git with everything in it committed as the base, so `diff` shows what an episode changed."""
+    _git(tree, "init", "-q")
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-q", "--no-verify", "-m", "base")
+    return tree
 
 
 def diff(repo: Path) -> str:
