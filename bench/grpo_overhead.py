@@ -3,16 +3,20 @@
 Three arms, one after another in this run, on the same model, prompts (in the same order) and settings:
 
   harness          the template as `meta-agent init` builds it: rl.generation merged (completions sampled
-                   by a LoRA-merged copy in the training dtype) and completion-rows-only log-probs
-  harness-old      the same harness with rl.generation: transformers (TRL samples with the trained model,
-                   as the harness did before); it keeps the completion-rows-only head
+                   by a LoRA-merged copy in the training dtype), completion-rows-only log-probs and
+                   rl.shared_prefix (each group's prompt encoded once by the learner)
+  harness-unshared the same harness with rl.shared_prefix: false (the learner runs every row whole)
+  harness-old      the harness with rl.generation: transformers (TRL samples with the trained model, as
+                   the harness did before) and rl.shared_prefix: false; it keeps the completion-rows-only head
   bare TRL         a plain GRPOTrainer with the same settings (bench/_bare_grpo.py): TRL's own path, which
                    is what a step cost before the two changes (the harness/bare ratio was ~1.0)
 
 Steps 2..N of each arm are summed (step 1 pays one-time costs) and the sums compared, so a long prompt in
 one step weighs the same in every arm. Also prints the model FLOP rate (~6 x params x tokens per step,
 generation included) over this machine's dense matmul rate, fp32 and bf16 (a CPU with AMX runs bf16
-matmul several times faster; the harness trains in bf16 autocast where it measures that).
+matmul several times faster; the harness trains in bf16 autocast only there). The tokens are every row's
+prompt and completion in every arm, so the rate is of the same work: an arm that shares a group's prompt
+gets credit for the prompt tokens it did not run again (a work rate, not the hardware's FLOP count).
 
     python bench/grpo_overhead.py [--policy smollm2|tiny] [--steps 6] [--stock]
 
@@ -81,14 +85,14 @@ def run_bare(policy: Path, convs: list[list[dict[str, str]]], steps: int, stock:
     return result["step_times"], result["completion_tokens"]
 
 
-def run_harness(policy: Path, tasks: list[Task], steps: int, work: Path, sandbox: str, generation: str
-                ) -> tuple[list[float], list[int], list[str]]:
+def run_harness(policy: Path, tasks: list[Task], steps: int, work: Path, sandbox: str, generation: str,
+                shared_prefix: bool) -> tuple[list[float], list[int], list[str]]:
     """(seconds per step, tokens per step, task ids in the order the harness's curriculum fed them)."""
     repo = init_harness(work / "harness", "math")
     cfg_path = Path(repo.working_dir) / "harness.yaml"
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["rl"].update(num_generations=GENERATIONS, prompts_per_step=PROMPTS, max_completion_length=MAX_TOKENS,
-                     generation=generation)
+                     generation=generation, shared_prefix=shared_prefix)
     cfg_path.write_text(yaml.safe_dump(cfg))
     repo.git.add(A=True)
     repo.index.commit("bench shape")
@@ -129,11 +133,13 @@ def main() -> None:
 
     arms: dict[str, tuple[list[float], list[int]]] = {}
     order: list[str] = []
-    for name, generation in (("harness", "merged"), ("harness-old", "transformers")):
+    for name, generation, shared in (("harness", "merged", True), ("harness-unshared", "merged", False),
+                                     ("harness-old", "transformers", False)):
         with tempfile.TemporaryDirectory() as work:
-            times, toks, order = run_harness(policy, tasks, args.steps, Path(work), args.sandbox, generation)
+            times, toks, order = run_harness(policy, tasks, args.steps, Path(work), args.sandbox, generation, shared)
         arms[name] = (times, toks)
-        print(f"  {name} (rl.generation {generation}): {[round(t, 1) for t in times]} s", flush=True)
+        print(f"  {name} (rl.generation {generation}, rl.shared_prefix {shared}): {[round(t, 1) for t in times]} s",
+              flush=True)
     by_id = {t.id: t for t in tasks}
     ordered = [by_id[i] for i in order]  # the bare run gets the harness's prompts in the harness's order
     convs = [build_messages(t.model_dump()) for t in ordered]
@@ -160,7 +166,10 @@ def main() -> None:
               f"{r['gflops']:.0f} | {r['pct_fp32']:.0f}% | {r['pct_bf16']:.1f}% |")
     print(f"RATIO harness/bare seconds per step = {rows['harness']['ratio_vs_bare']:.3f}  (targets: <= 1.10 "
           "overhead; <= 0.5 the faster step)")
-    print(f"RATIO harness/harness-old (the sampling change alone) = {total['harness'] / total['harness-old']:.3f}")
+    print(f"RATIO harness-unshared/harness-old (the sampling change alone) = "
+          f"{total['harness-unshared'] / total['harness-old']:.3f}")
+    print(f"RATIO harness/harness-unshared (the shared prefix alone) = "
+          f"{total['harness'] / total['harness-unshared']:.3f}")
     if args.stock:
         s_times, s_ctoks = run_bare(policy, convs, 2, stock=True, precision=precision)
         s_tok = s_ctoks[-1] + GENERATIONS * sum(ptoks[PROMPTS: 2 * PROMPTS])

@@ -38,6 +38,10 @@ class RLSettings(BaseModel):
         "merged", description="merged: TRL's generate on a LoRA-merged copy in the training dtype "
         "(harness/merged_policy.py); transformers: TRL's generate on the trained model itself; vllm: TRL's "
         "use_vllm, colocate mode (a CUDA GPU and vLLM installed)")
+    shared_prefix: bool = Field(
+        True, description="the learner encodes each group's prompt once and scores its completions against that "
+        "cache (harness/shared_prefix.py): the same log-probs and gradients up to float rounding, fewer tokens "
+        "through forward and backward; false: TRL's own forward, every row whole")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=0.95, description="GPU memory vLLM may take")
     micro_batch_size: int | None = Field(
         None, ge=1, le=4096, description="at most this many completions per forward and backward pass: a step's "

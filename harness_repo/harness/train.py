@@ -121,6 +121,7 @@ def train(
             scorer=HarnessScorer(domain, cfg, by_id),
             rollouts_out=rollouts,
             merged_dtype=training_dtype(cfg.rl.precision) if cfg.rl.generation == "merged" else None,
+            shared_prefix=cfg.rl.shared_prefix,
             callbacks=[MetricsCallback(metrics, trainer_ref, progress)],
             **extra,
         )

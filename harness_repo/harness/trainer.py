@@ -20,6 +20,7 @@ from harness.io import JsonlAppender, harness_commit, rollout_record
 from harness.merged_policy import MergedPolicy
 from harness.rollout import Rollout, Scored
 from harness.scoring import score_batch
+from harness.shared_prefix import shared_prefix_logps
 
 
 def score_completion_rows_only() -> None:
@@ -99,12 +100,13 @@ def weight_advantages(out: dict[str, Any], weights: list[float]) -> torch.Tensor
 
 class HarnessGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, scorer: HarnessScorer, rollouts_out: JsonlAppender,
-                 merged_dtype: torch.dtype | None = None, **kw: Any) -> None:
+                 merged_dtype: torch.dtype | None = None, shared_prefix: bool = True, **kw: Any) -> None:
         score_completion_rows_only()
         super().__init__(*args, reward_funcs=[scorer], **kw)
         self.scorer = scorer
         self.scorer.eos_ids = set(self.eos_token_ids) | {self._tokenizer.pad_token_id}
         self.rollouts_out = rollouts_out
+        self.shared_prefix = shared_prefix
         self.kept_frac: list[float] = []
         # rl.generation: merged samples with a merged copy of the policy (harness/merged_policy.py)
         self.merged = (MergedPolicy(self.accelerator.unwrap_model(self.model), merged_dtype)
@@ -124,6 +126,29 @@ class HarnessGRPOTrainer(GRPOTrainer):
                                                  has_tool_images)
         finally:
             self.model_wrapped = trained
+
+    def _get_per_token_logps_and_entropies(self, model: Any, input_ids: torch.Tensor,
+                                           attention_mask: torch.Tensor, logits_to_keep: int,
+                                           batch_size: int | None = None, compute_entropy: bool = False,
+                                           compute_aux_loss: bool = False, **extra: Any) -> Any:
+        """TRL's learner log-probs, with each group's prompt encoded once where the batch allows it
+        (harness/shared_prefix.py); TRL's own path otherwise."""
+        if not self.shared_prefix or compute_aux_loss or any(v is not None for v in extra.values()):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
+        size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for i in range(0, input_ids.size(0), size):
+            ids, mask = input_ids[i:i + size], attention_mask[i:i + size]
+            part = shared_prefix_logps(model, ids, mask, logits_to_keep, compute_entropy, self.accelerator.autocast())
+            if part is None:
+                plain = super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep,
+                                                                   compute_entropy=compute_entropy)
+                part = plain[0], plain[1]
+            logps.append(part[0])
+            entropies.append(part[1])
+        return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = super()._generate_and_score_completions(inputs)
