@@ -10,6 +10,8 @@ held as a strided view, so that the library reads it without transposing (SmolLM
 The values are the same; only the order in which the library sums a product may differ, so logits move
 by float rounding (5e-5 on SmolLM2). `bench/eval_throughput.py` compares the sealed evaluator's answers.
 Tied weights stay tied (the embedding reads the same strided tensor). On a GPU nothing is changed.
+`save_pretrained` cannot write a strided weight: `row_major` puts the usual layout back first (the served
+evaluator does, before it hands the model to its server).
 """
 
 from __future__ import annotations
@@ -23,11 +25,24 @@ def transpose_linear_storage(model: Any) -> int:
     holds the moved one."""
     from torch import nn
 
+    linear = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear) and m.weight.is_contiguous()}
+    return _restore(model, lambda p: id(p) in linear, lambda t: t.t().contiguous().t())
+
+
+def row_major(model: Any) -> int:
+    """Undo `transpose_linear_storage` (and any other strided weight): every parameter contiguous again, ties
+    kept. What writes the model out needs it (`save_pretrained` reads a tensor's storage as one run)."""
+    return _restore(model, lambda p: not p.is_contiguous(), lambda t: t.contiguous())
+
+
+def _restore(model: Any, select: Any, convert: Any) -> int:
+    from torch import nn
+
     moved: dict[int, nn.Parameter] = {}
     for module in model.modules():
-        if isinstance(module, nn.Linear) and id(module.weight) not in moved and module.weight.is_contiguous():
-            old = module.weight
-            moved[id(old)] = nn.Parameter(old.detach().t().contiguous().t(), requires_grad=old.requires_grad)
+        for param in module._parameters.values():
+            if param is not None and id(param) not in moved and select(param):
+                moved[id(param)] = nn.Parameter(convert(param.detach()), requires_grad=param.requires_grad)
     for module in model.modules():
         for name, param in list(module._parameters.items()):
             if param is not None and id(param) in moved:

@@ -53,3 +53,19 @@ def test_the_evaluator_loads_the_layout_on_a_cpu_and_not_when_told_not_to() -> N
     ids = IDS % model.config.vocab_size
     with torch.no_grad():
         assert torch.allclose(model(input_ids=ids).logits, plain(input_ids=ids).logits, atol=1e-5)
+
+
+def test_a_laid_out_model_is_written_and_read_back_after_row_major(tmp_path) -> None:
+    from transformers import LlamaForCausalLM
+
+    from meta_agent.decode_layout import row_major
+
+    model = _tiny_llama(tied=True)
+    want, _ = _decode(model)
+    transpose_linear_storage(model)
+    assert row_major(model) > 0
+    assert all(p.is_contiguous() for p in model.parameters())
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    model.save_pretrained(str(tmp_path), safe_serialization=True)
+    again = LlamaForCausalLM.from_pretrained(str(tmp_path)).eval()
+    assert torch.allclose(_decode(again)[0], want, atol=1e-5)
