@@ -5,7 +5,8 @@ handful of rows (a batch's last tokens) by every weight once per token, and on t
 Xeon that product ran 1.1-2.7x faster when the weight's storage is (in, out), row-major, the transpose
 held as a strided view, so that the library reads it without transposing (SmolLM2's shapes at 8 rows:
 576x576 0.37x the time, 1536x576 0.76x, the 49152-word head 0.62x; at 64 rows 0.70-0.94x, one shape
-1.10x). A 47-token greedy decode of 8 rows went from 99 to 87 ms a token, the same tokens.
+1.10x). A 47-token greedy decode of 8 rows went from 99 to 87 ms a token, the same tokens; at the math
+evaluator's 64 rows the gain was within the machine's noise (1.06x and 0.95x in two runs, docs/scale.md).
 
 The values are the same; only the order in which the library sums a product may differ, so logits move
 by float rounding (5e-5 on SmolLM2). `bench/eval_throughput.py` compares the sealed evaluator's answers.
