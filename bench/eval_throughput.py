@@ -6,12 +6,8 @@ of 16 (`meta_agent.inference.chat_generate`, kept for this comparison); the new 
 similar length instead of padded to the batch's longest, rows leaving the batch as their answers end.
 This runs, side by side in one process on the same prompts and the same model:
 
-  plain/16     the old path: `generate`, 16 prompts a batch (the evaluator's old default on a CPU), on
-               weights in transformers' own layout
-  packed-rowmajor/64  the packed path on weights in transformers' own layout (what the evaluator ran
-               before `meta_agent/decode_layout.py`)
-  packed/B     the new path, B prompts a batch, on weights laid out for decoding (as
-               `load_for_inference` loads them on a CPU)
+  plain/16     the old path: `generate`, 16 prompts a batch (the evaluator's old default on a CPU)
+  packed/B     the new path, B prompts a batch
   packed-bf16  (--bf16) the new path on a bf16 copy of the weights, the default batch: not what the
                evaluator does (its answers differ), printed to show what precision would buy
 
@@ -53,7 +49,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--tiny", action="store_true", help="the random test policy instead of SmolLM2")
     ap.add_argument("--bf16", action="store_true", help=(
-        "add an arm decoding a bf16 copy of the model (fast where the CPU has AMX; answers "
+        "add an arm decoding a bf16 copy of the model (fast where the CPU has AVX512-BF16 or AMX; answers "
         "differ, so the evaluator does not use it: this shows how much and how many)"))
     ap.add_argument("--out", type=Path, help="also write the table as JSON here")
     args = ap.parse_args()
@@ -62,10 +58,10 @@ def main() -> None:
 
     policy = tiny_policy() if args.tiny else smollm2_policy()
     model, tok = load_for_inference(policy)
-    rowmajor, _ = load_for_inference(policy, decode_layout=False)
+    model.eval()
     tasks = MathDomain(MathSettings(train_size=max(args.prompts, 1))).tasks("train")[: args.prompts]
     convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
-    arms = [("plain", OLD_BATCH), ("packed-rowmajor", 64)] + [("packed", b) for b in args.batches]
+    arms = [("plain", OLD_BATCH)] + [("packed", b) for b in args.batches]
     half = None
     if args.bf16:
         import copy
@@ -77,19 +73,17 @@ def main() -> None:
     greedy_chat(model, tok, convs[:4], max_new_tokens=4, batch_size=4)  # warm-up
     if half is not None:
         greedy_chat(half, tok, convs[:4], max_new_tokens=4, batch_size=4)
-    greedy_chat(rowmajor, tok, convs[:4], max_new_tokens=4, batch_size=4)
-    chat_generate(rowmajor, tok, convs[:4], max_new_tokens=4, batch_size=4)
+    chat_generate(model, tok, convs[:4], max_new_tokens=4, batch_size=4)
     best: dict[tuple[str, int], float] = {}
     answers: dict[tuple[str, int], list[str]] = {}
     for rep in range(args.repeats):
         for path, batch in arms:
             start = time.perf_counter()
             if path == "plain":
-                out = [t[0] for t in chat_generate(rowmajor, tok, convs, max_new_tokens=MAX_NEW_TOKENS,
-                                                   batch_size=batch)]
+                out = [t[0] for t in chat_generate(model, tok, convs, max_new_tokens=MAX_NEW_TOKENS, batch_size=batch)]
             else:
-                decoder = {"packed-bf16": half, "packed-rowmajor": rowmajor}.get(path, model)
-                out = greedy_chat(decoder, tok, convs, max_new_tokens=MAX_NEW_TOKENS, batch_size=batch)
+                out = greedy_chat(half if path.endswith("bf16") else model, tok, convs,
+                                  max_new_tokens=MAX_NEW_TOKENS, batch_size=batch)
             took = time.perf_counter() - start
             best[(path, batch)] = min(took, best.get((path, batch), float("inf")))
             answers[(path, batch)] = out
@@ -109,8 +103,6 @@ def main() -> None:
     if default in best:
         print(f"RATIO the evaluator's default (packed/{default[1]}) vs the old one (plain/{OLD_BATCH}): "
               f"{old / best[default]:.2f}x")
-        print(f"RATIO the decoding layout alone (packed/64 vs packed-rowmajor/64): "
-              f"{best[('packed-rowmajor', 64)] / best[('packed', 64)]:.2f}x")
     if args.out:
         args.out.write_text(json.dumps({"model": "tiny" if args.tiny else "smollm2-135m", "prompts": len(convs),
                                         "max_new_tokens": MAX_NEW_TOKENS, "rows": rows}, indent=1))

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from meta_agent.contract import CheckpointManifest, ContractError, read_json
-from meta_agent.decode_layout import transpose_linear_storage
 from meta_agent.errors import UserError
 from meta_agent.fsutil import readable_by_sandboxes
 from meta_agent.paths import cache_dir
@@ -143,7 +142,7 @@ def base_model_of(path: Path) -> Path:
     return path
 
 
-def load_for_inference(path: Path, root: Path | None = None, *, decode_layout: bool = True) -> tuple[Any, Any]:
+def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
     """Model (LoRA merged) and tokenizer for evaluation.
 
     `root` is the model the run started from. The tokenizer (and chat template) always
@@ -181,6 +180,4 @@ def load_for_inference(path: Path, root: Path | None = None, *, decode_layout: b
     model.eval()
     if torch.cuda.is_available():  # the sealed evaluator on the driver's (or the backtest worker's) GPU
         model.to("cuda")  # type: ignore[arg-type]  # transformers types `to` through a wrapper mypy misreads
-    elif decode_layout:
-        transpose_linear_storage(model)  # faster small-batch decoding on a CPU (meta_agent/decode_layout.py)
     return model, tok

@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from meta_agent.decode_layout import row_major
 from meta_agent.errors import UserError
 
 SERVED_NAME = "policy"
@@ -173,7 +172,6 @@ def served(model: Any, tokenizer: Any, settings: EvaluatorSettings) -> Iterator[
     work = Path(tempfile.mkdtemp(prefix="meta-agent-serve-"))
     try:
         model_dir = work / "model"
-        row_major(model)  # a CPU-loaded evaluator's weights may be laid out for decoding (decode_layout.py)
         model.save_pretrained(str(model_dir), safe_serialization=True)
         tokenizer.save_pretrained(str(model_dir))
         _free_gpu(model)  # the server needs the GPU memory the checkpoint took in this process
