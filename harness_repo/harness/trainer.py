@@ -17,26 +17,11 @@ from trl import GRPOTrainer
 from harness.config import HarnessConfig
 from harness.domain import DomainModule
 from harness.io import JsonlAppender, harness_commit, rollout_record
+from harness.lm_head import score_completion_rows_only
 from harness.merged_policy import MergedPolicy
 from harness.rollout import Rollout, Scored
 from harness.scoring import score_batch
 from harness.shared_prefix import shared_prefix_logps
-
-
-def score_completion_rows_only() -> None:
-    """Have TRL's fused LM head project only the completion positions, on every device.
-
-    TRL's chunked log-prob head (trl.trainer.utils, `fused_lm_head`) drops prompt and padding rows before
-    the vocabulary projection only where Triton runs (CUDA, XPU); elsewhere it projects every position and
-    masks afterwards, so on a CPU the prompt's rows cost a full vocabulary matmul forward and backward
-    (3-4x the completion's). Its reason (a varying row count recompiles Neuron's fixed tiles) does not
-    apply to eager CPUs, and the rows it keeps give the same log-probs. TRL's own name for the switch is
-    `_use_triton`; in trl.trainer.utils it decides nothing else.
-    """
-    import trl.trainer.utils as trl_utils
-
-    if hasattr(trl_utils, "_use_triton"):
-        trl_utils._use_triton = lambda device: True
 
 
 def _text(message: Any) -> str:

