@@ -20,6 +20,7 @@ from harness.io import JsonlAppender, harness_commit, rollout_record
 from harness.lm_head import score_completion_rows_only
 from harness.merged_policy import MergedPolicy
 from harness.rollout import Rollout, Scored
+from harness.sampling import fast_categorical
 from harness.scoring import score_batch
 from harness.shared_prefix import shared_prefix_logps
 
@@ -99,7 +100,8 @@ class HarnessGRPOTrainer(GRPOTrainer):
 
     def _generate_single_turn(self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: int,
                               has_tool_images: bool = False) -> Any:
-        """TRL's own generation, with the merged copy standing in for the trained model while it samples."""
+        """TRL's own generation, with the merged copy standing in for the trained model while it samples
+        and each token drawn by inverse CDF (harness/sampling.py)."""
         plain = self.merged is None or self.use_transformers_continuous_batching or images or multimodal_fields
         if plain:
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
@@ -107,8 +109,9 @@ class HarnessGRPOTrainer(GRPOTrainer):
         trained = self.model_wrapped
         self.model_wrapped = self.merged.sync()
         try:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                 has_tool_images)
+            with fast_categorical():  # the same distribution, drawn in 0.2 ms a token instead of ~9 on a CPU
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     has_tool_images)
         finally:
             self.model_wrapped = trained
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from harness.config import HarnessConfig
+from harness.sampling import fast_categorical
 from harness.swe import agent, remote, repo
 from harness.swe.prompts import task_id_of
 from harness.swe.settings import AgentSettings, agent_settings
@@ -97,15 +98,17 @@ def left_padded(seqs: list[list[int]], pad: int, device: Any) -> tuple[torch.Ten
 
 
 def _generate(model: Any, tok: Any, batch: list[Episode], cfg: HarnessConfig, s: AgentSettings,
-              eos_ids: set[int], bf16: bool) -> list[list[int]]:
-    """One sampled turn for every active episode (left-padded batch); each reply cut after its end token."""
+              eos_ids: set[int], bf16: bool, fast: bool) -> list[list[int]]:
+    """One sampled turn for every active episode (left-padded batch); each reply cut after its end token.
+    `fast`: draw tokens by inverse CDF (harness/sampling.py), as the merged sampler does."""
     seqs = [e.prompt_ids + e.completion_ids for e in batch]
     pad = tok.pad_token_id
     ids, mask = left_padded(seqs, pad, model.device)
     width = ids.shape[1]
     # Sample in the precision training runs in (TRL's own generation does too): on CPUs with fast bf16
     # matmuls this is where a multi-turn step spends half its time.
-    with torch.no_grad(), torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
+    with torch.no_grad(), torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16), \
+            fast_categorical(fast):
         out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=s.turn_tokens, do_sample=True,
                              temperature=cfg.rl.temperature, top_p=cfg.rl.top_p, pad_token_id=pad)
     trimmed = []
@@ -143,8 +146,8 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
                     active = [e for e in episodes if not e.done]
                     if not active:
                         break
-                    _steps(active, _generate(model, tok, active, cfg, s, eos_ids, bf16), turn, s, wrapper, eos_ids,
-                           tok)
+                    replies = _generate(model, tok, active, cfg, s, eos_ids, bf16, fast=merged is not None)
+                    _steps(active, replies, turn, s, wrapper, eos_ids, tok)
             finally:
                 model.train(was_training)
             records = [e.record(_final_diff(e)) for e in episodes]
