@@ -1,10 +1,10 @@
 """The next token drawn by inverse CDF instead of `torch.multinomial`, while the harness samples on a CPU.
 
 Why: transformers' sampling loop draws each token with `torch.multinomial(probs, num_samples=1)`. On a
-CPU that draws an exponential variate for every word of the vocabulary (49,152 for SmolLM2) and took
-9-10 ms a call on 2 cores, about as long as a decode step's matrix products for a whole layer stack's
-MLPs; 48 tokens cost ~0.8 s of a ~5 s generation. A cumulative sum and a binary search draw from the same
-distribution in 0.2 ms.
+CPU that draws an exponential variate for every word of the vocabulary (49,152 for SmolLM2): 9-10 ms a
+call on 2 cores for 8 rows, once per token, in a decode step of ~100-120 ms. A cumulative sum and a
+binary search draw from the same distribution in 0.2 ms; SmolLM2's merged sampler then generated 8 x 48
+tokens in 0.855x the time (bench/sampler_draw.py).
 
 What changes: the random stream, not the distribution. A row's token is the first whose cumulative
 probability exceeds a uniform draw scaled to the row's total, so a zero-probability word (masked by

@@ -129,7 +129,11 @@ def fused_head(monkeypatch: pytest.MonkeyPatch):
             return real.apply(hidden, *a)
 
     monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", Recording)
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
+    from trl.kernels import chunked_logprob
+
+    # TRL's own rule (the module it is imported from), whatever an earlier test in this process left;
+    # restored after the test
+    monkeypatch.setattr(trl_utils, "_use_triton", chunked_logprob._use_triton)
     model = _tiny_llama()
     trl_utils.add_fused_lm_head(model, temperature=1.0, cast_lm_head_to_fp32=False, outputs=("log_probs", "entropy"))
     labels = IDS.clone()
