@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import trl.trainer.utils as _trl_utils
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,8 +42,6 @@ from meta_agent.domains.swe import SweDomain, SweSettings  # noqa: E402
 from meta_agent.fsutil import atomic_write_text  # noqa: E402
 from meta_agent.policy import resolve_policy  # noqa: E402
 from meta_agent.training import TRAIN_TASKS  # noqa: E402
-
-TRL_USE_TRITON = _trl_utils._use_triton  # TRL's own rule, kept before the harness replaces it
 
 
 def _config(demos: int, batch_size: int, steps: int) -> Any:
@@ -63,6 +60,7 @@ def _train(policy: Path, cfg: Any, rows: list[dict[str, Any]], scratch: str,
     """The warm start's own trainer (harness/warm_start.py), timed over `cfg.warm_start.steps` steps;
     `every_row`: with TRL's own CPU head (every position projected), as before harness/lm_head.py."""
     import trl.trainer.utils as trl_utils
+    from trl.kernels import chunked_logprob
 
     from harness.policy import load_policy
     from harness.warm_start import _trainer
@@ -70,7 +68,7 @@ def _train(policy: Path, cfg: Any, rows: list[dict[str, Any]], scratch: str,
     model, tokenizer, _, peft_config = load_policy(policy, cfg)
     trainer = _trainer(model, tokenizer, peft_config, cfg, rows, 0, scratch)
     if every_row:  # `_trainer` switched TRL to projecting labelled rows; the switch is read at each forward
-        trl_utils._use_triton = TRL_USE_TRITON
+        trl_utils._use_triton = chunked_logprob._use_triton  # TRL's own rule, where it is defined
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
