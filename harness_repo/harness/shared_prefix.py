@@ -55,7 +55,9 @@ def _checkpointing(lm: torch.nn.Module) -> bool:
     return bool(getattr(lm, name, False))
 
 
-def _plain_full_attention(cache: Any) -> bool:
+def plain_full_attention(cache: Any) -> bool:
+    """Whether every layer of `cache` holds every position's keys and values in order (no sliding window,
+    no static or quantized layers): only then can rows be sliced out of it by position."""
     from transformers.cache_utils import DynamicCache, DynamicLayer
 
     return isinstance(cache, DynamicCache) and all(type(layer) is DynamicLayer for layer in cache.layers)
@@ -80,7 +82,7 @@ def shared_prefix_logps(model: torch.nn.Module, input_ids: torch.Tensor, attenti
     with autocast:
         cache = backbone(input_ids=input_ids[first, :cut], attention_mask=attention_mask[first, :cut],
                          use_cache=True).past_key_values
-        if not _plain_full_attention(cache):
+        if not plain_full_attention(cache):
             return None
         cache.batch_select_indices(inverse)
         tail = input_ids[:, cut:]

@@ -24,6 +24,7 @@ from harness.sampling import fast_categorical
 from harness.swe import agent, remote, repo
 from harness.swe.prompts import task_id_of
 from harness.swe.settings import AgentSettings, agent_settings
+from harness.swe.turn_cache import TurnCache
 
 MAX_PARALLEL_COMMANDS = 8
 """Commands of image episodes in flight at once (each runs in its own container on meta-agent's side)."""
@@ -98,21 +99,26 @@ def left_padded(seqs: list[list[int]], pad: int, device: Any) -> tuple[torch.Ten
 
 
 def _generate(model: Any, tok: Any, batch: list[Episode], cfg: HarnessConfig, s: AgentSettings,
-              eos_ids: set[int], bf16: bool, fast: bool) -> list[list[int]]:
+              eos_ids: set[int], bf16: bool, fast: bool, turns: TurnCache | None) -> list[list[int]]:
     """One sampled turn for every active episode (left-padded batch); each reply cut after its end token.
-    `fast`: draw tokens by inverse CDF (harness/sampling.py), as the merged sampler does."""
+    `fast`: draw tokens by inverse CDF (harness/sampling.py), as the merged sampler does. `turns`: reuse
+    each episode's keys and values from its last turn (harness/swe/turn_cache.py); None re-encodes it."""
     seqs = [e.prompt_ids + e.completion_ids for e in batch]
     pad = tok.pad_token_id
-    ids, mask = left_padded(seqs, pad, model.device)
-    width = ids.shape[1]
+    sampling = {"max_new_tokens": s.turn_tokens, "do_sample": True, "temperature": cfg.rl.temperature,
+                "top_p": cfg.rl.top_p}
     # Sample in the precision training runs in (TRL's own generation does too): on CPUs with fast bf16
     # matmuls this is where a multi-turn step spends half its time.
     with torch.no_grad(), torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16), \
             fast_categorical(fast):
-        out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=s.turn_tokens, do_sample=True,
-                             temperature=cfg.rl.temperature, top_p=cfg.rl.top_p, pad_token_id=pad)
+        if turns is not None:
+            rows = turns.generate(model, seqs, [id(e) for e in batch], pad, **sampling)
+        else:
+            ids, mask = left_padded(seqs, pad, model.device)
+            out = model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **sampling)
+            rows = out[:, ids.shape[1]:].tolist()
     trimmed = []
-    for row in out[:, width:].tolist():
+    for row in rows:
         cut = next((i + 1 for i, t in enumerate(row) if t in eos_ids), len(row))
         trimmed.append(row[:cut])
     return trimmed
@@ -141,12 +147,14 @@ def make_rollout_func(cfg: HarnessConfig, tasks: dict[str, dict[str, Any]]) -> A
             _open_remote([e for e in episodes if e.workdir is None])
             was_training = model.training
             model.eval()
+            turns = TurnCache() if s.turn_cache else None
             try:
                 for turn in range(s.max_turns):
                     active = [e for e in episodes if not e.done]
                     if not active:
                         break
-                    replies = _generate(model, tok, active, cfg, s, eos_ids, bf16, fast=merged is not None)
+                    replies = _generate(model, tok, active, cfg, s, eos_ids, bf16, fast=merged is not None,
+                                        turns=turns)
                     _steps(active, replies, turn, s, wrapper, eos_ids, tok)
             finally:
                 model.train(was_training)

@@ -1,0 +1,113 @@
+"""Each episode's KV cache kept from one turn to the next within a rollout.
+
+A training episode's next turn is generated from everything before it: the prompt, every earlier reply and
+observation. Handing `generate` that whole sequence each turn re-encodes the conversation so far, and on a
+CPU that prefill costs more than the turn's own decoding once a conversation holds a few hundred tokens.
+Here the cache `generate` returns is kept, and the next turn takes from it, row by row, the keys and values
+of the tokens its episode already encoded; only the reply's last token and the new observation are encoded.
+
+The match is on token ids: an episode reuses the longest prefix of its new sequence that the cache holds
+for it, never all of it (one token is always encoded, to give the next-token distribution). Tokens
+`generate` fed after a row's end-of-turn token (padding) are never reused: the next sequence has the
+observation there. A row's keys can move to any batch slot behind any amount of left padding, because
+their rotary positions count the row's real tokens (the attention mask's cumulative sum), not its slot.
+
+What changes is float rounding: the cached keys were computed in a batch of another shape, so a sampled
+token can differ where two words' probabilities are within rounding of the draw, as between two batch
+compositions. `tests/swe_domain/test_turn_cache.py` checks whole episodes come out the same at a
+temperature that leaves no ties; `bench/swe_rollout_cache.py` measures the time.
+
+The sealed evaluator does the same for greedy replies (meta_agent/multiturn.py); this is the harness's own
+copy because harness code runs in its sandbox without meta-agent's package, and it matches on the
+episode's exact token ids (no re-tokenised text). A model whose cache is not plain full attention (a
+sliding window, a hybrid of layer kinds) is re-encoded every turn as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from harness.shared_prefix import plain_full_attention
+
+
+@dataclass
+class _Held:
+    tokens: list[int]
+    """The episode's tokens whose keys and values the cache holds, in order."""
+    slot: int
+    """Its row in the cache tensors."""
+    start: int
+    """Where its first token sits along the sequence axis (left padding before it)."""
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class TurnCache:
+    """`generate` for a batch of episodes, each named by a key, reusing what the last call encoded for
+    the same key. Lives for one rollout: a new rollout (new weights) starts empty."""
+
+    def __init__(self) -> None:
+        self.cache: Any = None
+        self.held: dict[int, _Held] = {}
+        self.reused_tokens = 0
+        """Prompt tokens taken from the cache instead of encoded, over all calls."""
+        self.prompt_tokens = 0
+
+    def generate(self, model: Any, seqs: list[list[int]], keys: list[int], pad: int,
+                 **kwargs: Any) -> list[list[int]]:
+        """The generated tokens of each row (after its prompt, padding included after an end token)."""
+        width = max(len(x) for x in seqs)
+        pads = [width - len(x) for x in seqs]
+        reuse = [self._reusable(k, x) for k, x in zip(keys, seqs, strict=True)]
+        # Slots [0, cached) come from the cache; every row can fill them: a continuing row holds at least
+        # `cached - pad` matching tokens, a new one has `cached <= pad` (all padding).
+        cached = width - max(len(x) - n for x, (_, n) in zip(seqs, reuse, strict=True))
+        past = None
+        if cached > 0 and self.cache is not None:
+            past = self._past(model.config, reuse, pads, cached)
+            self.reused_tokens += sum(max(0, cached - p) for p in pads)
+        self.prompt_tokens += sum(len(x) for x in seqs)
+        ids = torch.tensor([[pad] * p + x for p, x in zip(pads, seqs, strict=True)], device=model.device)
+        mask = torch.tensor([[0] * p + [1] * len(x) for p, x in zip(pads, seqs, strict=True)], device=model.device)
+        out = model.generate(input_ids=ids, attention_mask=mask, past_key_values=past, pad_token_id=pad,
+                             return_dict_in_generate=True, **kwargs)
+        generated = out.sequences[:, width:].tolist()
+        if not plain_full_attention(out.past_key_values):
+            # A sliding window or a hybrid cache does not hold every position in order: re-encode instead.
+            self.cache, self.held = None, {}
+            return generated
+        self.cache = out.past_key_values
+        filled = self.cache.get_seq_length()  # the last generated token was never fed back: it has none
+        self.held = {k: _Held((x + generated[i])[: filled - pads[i]], i, pads[i])
+                     for i, (k, x) in enumerate(zip(keys, seqs, strict=True))}
+        return generated
+
+    def _reusable(self, key: int, x: list[int]) -> tuple[_Held | None, int]:
+        held = self.held.get(key)
+        if held is None:
+            return None, 0
+        return held, min(_common(held.tokens, x), len(x) - 1)
+
+    def _past(self, config: Any, reuse: list[tuple[_Held | None, int]], pads: list[int], cached: int) -> Any:
+        from transformers import DynamicCache
+
+        past: Any = DynamicCache(config=config)
+        for layer, old in zip(past.layers, self.cache.layers, strict=True):
+            shape = (len(reuse), old.keys.shape[1], cached, old.keys.shape[3])
+            keys, values = old.keys.new_zeros(shape), old.values.new_zeros(shape)
+            for i, (held, _) in enumerate(reuse):
+                take = cached - pads[i]
+                if held is not None and take > 0:
+                    keys[i, :, pads[i]:] = old.keys[held.slot, :, held.start:held.start + take]
+                    values[i, :, pads[i]:] = old.values[held.slot, :, held.start:held.start + take]
+            layer.update(keys, values)
+        return past
