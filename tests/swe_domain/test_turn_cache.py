@@ -11,10 +11,6 @@ import pytest
 import torch
 import yaml
 
-from meta_agent.contract import write_jsonl
-from meta_agent.domains.swe import SweDomain, SweSettings
-from meta_agent.training import TRAIN_TASKS
-
 pytestmark = pytest.mark.slow  # runs a model through whole episodes: not in `make test-fast`
 
 
@@ -78,14 +74,11 @@ def _rollout(tasks: dict[str, Any], task: dict[str, Any], model: Any, tok: Any, 
 
 
 def test_episodes_sampled_with_the_kept_cache_are_those_sampled_by_re_encoding(
-    harness_modules: Path, calc_taskset: str, tiny_policy: Path, tmp_path: Path
+    harness_modules: Path, train_tasks: Path, tiny_policy: Path
 ) -> None:
     from harness.io import read_tasks
 
-    domain = SweDomain(SweSettings(taskset=calc_taskset, sandbox="bwrap"))
-    inputs = tmp_path / "inputs"
-    write_jsonl(inputs / TRAIN_TASKS, domain.export_train(inputs))
-    tasks = {t["id"]: t for t in read_tasks(inputs / TRAIN_TASKS)}
+    tasks = {t["id"]: t for t in read_tasks(train_tasks)}
     task = next(iter(tasks.values()))
     model, tok = _model(tiny_policy)
 

@@ -25,30 +25,25 @@ sliding window, a hybrid of layer kinds) is re-encoded every turn as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from harness.shared_prefix import plain_full_attention
 
 
-@dataclass
-class _Held:
+class _Held(NamedTuple):
+    """What the cache holds for one episode: its tokens with keys and values there, in order; its row in
+    the cache tensors; and where along the sequence axis its first token sits (left padding before it)."""
+
     tokens: list[int]
-    """The episode's tokens whose keys and values the cache holds, in order."""
     slot: int
-    """Its row in the cache tensors."""
     start: int
-    """Where its first token sits along the sequence axis (left padding before it)."""
 
 
 def _common(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    """How many tokens `a` and `b` begin with alike."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 class TurnCache:
@@ -75,6 +70,7 @@ class TurnCache:
         if cached > 0 and self.cache is not None:
             past = self._past(model.config, reuse, pads, cached)
             self.reused_tokens += sum(max(0, cached - p) for p in pads)
+        self.cache = None  # what is reused was copied out: let it go before this turn's cache grows
         self.prompt_tokens += sum(len(x) for x in seqs)
         ids = torch.tensor([[pad] * p + x for p, x in zip(pads, seqs, strict=True)], device=model.device)
         mask = torch.tensor([[0] * p + [1] * len(x) for p, x in zip(pads, seqs, strict=True)], device=model.device)
