@@ -9,8 +9,10 @@ first step (start-up, first-touch allocation) is left out of the mean. Both arms
 to float rounding (tests/swe_domain/test_turn_cache.py), so the mean completion lengths are printed beside
 the times to show the arms did the same work.
 
-    python bench/swe_rollout_cache.py                    # ~25 min on 2 cores
+    python bench/swe_rollout_cache.py                    # ~23 min on 2 cores
     python bench/swe_rollout_cache.py --steps 4 --repeats 2 --turns 6 --turn-tokens 128 --out DIR
+
+A re-run with the same settings and --out keeps the runs that finished (a killed one starts over).
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def main() -> None:
     if args.steps < 2:
         ap.error("--steps must be at least 2: the first step is start-up and is left out")
     stop_on_sigterm()
-    out = args.out.resolve()
+    # Runs are kept by their settings: a re-run with the same ones keeps what finished, other ones start apart.
+    shape = f"{Path(args.policy).name}-{args.steps}steps-{args.turns or 'template'}x{args.turn_tokens or 'template'}"
+    out = args.out.resolve() / shape
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in ARMS}
     for r in range(args.repeats):
         order = list(ARMS) if r % 2 == 0 else list(reversed(ARMS))

@@ -7,15 +7,17 @@ Here the cache `generate` returns is kept, and the next turn takes from it, row 
 of the tokens its episode already encoded; only the reply's last token and the new observation are encoded.
 
 The match is on token ids: an episode reuses the longest prefix of its new sequence that the cache holds
-for it, never all of it (one token is always encoded, to give the next-token distribution). Tokens
-`generate` fed after a row's end-of-turn token (padding) are never reused: the next sequence has the
-observation there. A row's keys can move to any batch slot behind any amount of left padding, because
-their rotary positions count the row's real tokens (the attention mask's cumulative sum), not its slot.
+for it, never all of it (one token is always encoded, to give the next-token distribution). A cached
+token's keys depend only on the tokens before it, so any matching prefix is sound, including padding
+`generate` fed after a row's end-of-turn token where the next sequence happens to hold the same token.
+A row's keys can move to any batch slot behind any amount of left padding, because their rotary positions
+count the row's real tokens (the attention mask's cumulative sum), not its slot.
 
 What changes is float rounding: the cached keys were computed in a batch of another shape, so a sampled
 token can differ where two words' probabilities are within rounding of the draw, as between two batch
-compositions. `tests/swe_domain/test_turn_cache.py` checks whole episodes come out the same at a
-temperature that leaves no ties; `bench/swe_rollout_cache.py` measures the time.
+compositions. `tests/swe_domain/test_turn_cache.py` checks that greedy turns equal re-encoding's token for
+token and that sampled episodes from the same seed come out the same on the tiny policy;
+`bench/swe_rollout_cache.py` measures the time (and prints each arm's episode length).
 
 The sealed evaluator does the same for greedy replies (meta_agent/multiturn.py); this is the harness's own
 copy because harness code runs in its sandbox without meta-agent's package, and it matches on the
