@@ -25,7 +25,7 @@ def test_the_filters_weights_are_made_on_the_advantages_device() -> None:
 
 
 def test_the_swe_agents_turn_inputs_are_made_on_the_models_device() -> None:
-    from harness.swe.rollout_func import left_padded
+    from harness.swe.turn_cache import left_padded
 
     ids, mask = left_padded([[5, 6, 7], [8]], pad=0, device=torch.device("meta"))
     assert ids.device.type == mask.device.type == "meta" and tuple(ids.shape) == (2, 3)

@@ -24,7 +24,7 @@ from harness.sampling import fast_categorical
 from harness.swe import agent, remote, repo
 from harness.swe.prompts import task_id_of
 from harness.swe.settings import AgentSettings, agent_settings
-from harness.swe.turn_cache import TurnCache
+from harness.swe.turn_cache import TurnCache, left_padded
 
 MAX_PARALLEL_COMMANDS = 8
 """Commands of image episodes in flight at once (each runs in its own container on meta-agent's side)."""
@@ -87,15 +87,6 @@ class ObservationWrapper:
         if turn_ended and self.eos_text and prefix.startswith(self.eos_text):
             prefix = prefix[len(self.eos_text):]  # the policy already emitted the end-of-turn token
         return list(self.tok(prefix + text + self.suffix, add_special_tokens=False)["input_ids"])
-
-
-def left_padded(seqs: list[list[int]], pad: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids and attention mask, left-padded to the longest, on the model's device (generate does not
-    move its inputs: CPU ids beside a GPU model stop the first turn)."""
-    width = max(len(x) for x in seqs)
-    ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs], device=device)
-    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs], device=device)
-    return ids, mask
 
 
 def _generate(model: Any, tok: Any, batch: list[Episode], cfg: HarnessConfig, s: AgentSettings,

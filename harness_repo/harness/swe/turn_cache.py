@@ -48,6 +48,15 @@ def _common(a: list[int], b: list[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
+def left_padded(seqs: list[list[int]], pad: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids and attention mask, left-padded to the longest, on the model's device (generate does not
+    move its inputs: CPU ids beside a GPU model stop the first turn)."""
+    width = max(len(x) for x in seqs)
+    ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs], device=device)
+    mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs], device=device)
+    return ids, mask
+
+
 class TurnCache:
     """`generate` for a batch of episodes, each named by a key, reusing what the last call encoded for
     the same key. Lives for one rollout: a new rollout (new weights) starts empty."""
@@ -74,8 +83,7 @@ class TurnCache:
             self.reused_tokens += sum(max(0, cached - p) for p in pads)
         self.cache = None  # what is reused was copied out: let it go before this turn's cache grows
         self.prompt_tokens += sum(len(x) for x in seqs)
-        ids = torch.tensor([[pad] * p + x for p, x in zip(pads, seqs, strict=True)], device=model.device)
-        mask = torch.tensor([[0] * p + [1] * len(x) for p, x in zip(pads, seqs, strict=True)], device=model.device)
+        ids, mask = left_padded(seqs, pad, model.device)
         out = model.generate(input_ids=ids, attention_mask=mask, past_key_values=past, pad_token_id=pad,
                              return_dict_in_generate=True, **kwargs)
         generated = out.sequences[:, width:].tolist()
