@@ -156,6 +156,12 @@ class LLMSettings(BaseModel):
                                                      "at one directory to share it between them")
 
 
+SETTINGS_NOT_RESULTS = {"run_dir", "harness", "tracker", "budget", "rerun_known", "reuse_across_runs", "generations",
+                        "test_limit"}
+"""Settings that change where a run writes, when it stops, how long it goes on, what it proposes or its final
+test comparison, not what its trainings and backtests measure."""
+
+
 class EvolveConfig(RunConfig):
     """`meta-agent evolve`: evolve a harness while the policy trains (see docs/evolve.md)."""
 
@@ -191,6 +197,11 @@ class EvolveConfig(RunConfig):
         "propose again a skill variant that an earlier run measured and rejected under this generation's exact "
         "conditions (same main tree, starting policy, settings, tasks and skill code: the same verdict at the "
         "same cost); off: the proposer goes on to what is not yet measured (meta_agent/skills/known.py)"))
+    reuse_across_runs: bool = Field(True, description=(
+        "copy a training an earlier run finished under the same inputs (harness tree, starting policy, seed, "
+        "steps, tasks, settings, meta-agent's code) instead of training it again, and reuse sealed answers "
+        "decoded for the same weights by any run; off: each run trains and decodes its own (the store: "
+        "META_AGENT_CACHE/reuse, META_AGENT_REUSE=off turns it off everywhere; meta_agent/train_memo.py)"))
     gate: GateSettings = GateSettings()
     budget: BudgetSettings = BudgetSettings()
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings, description=(
@@ -243,6 +254,14 @@ class EvolveConfig(RunConfig):
     def steps(self) -> int:
         """GRPO steps per training run: `train_steps`, else the domain's default."""
         return self.train_steps or domain_entry(self.domain).default_train_steps
+
+    def result_settings(self) -> dict[str, Any]:
+        """The settings that can change what a training or backtest measures (digests key on them)."""
+        settings = self.model_dump(mode="json", exclude=SETTINGS_NOT_RESULTS)
+        llm = settings.get("llm")
+        if isinstance(llm, dict):
+            llm.pop("cache_dir", None)
+        return settings
 
 
 def load_config_file(path: Path | None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from meta_agent.contract import ContractError
 from meta_agent.domains.base import Domain, EvalResult, Shard, Split, evaluate_showing_progress
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.policy import base_model_of
+from meta_agent.train_memo import code_digest
 from meta_agent.untrusted_files import tree_problems
 
 MEMO_DIR = "eval-memo"
@@ -123,7 +124,8 @@ def memo_key(domain: Domain, policy: Path, root: Path, split: Split, limit: int 
     settings = getattr(domain, "settings", None)
     dump = getattr(settings, "model_dump_json", None)
     tasks = tasks_digest(domain, split)
-    parts = {"meta_agent": __version__, "domain": domain.name, "settings": dump() if callable(dump) else None,
+    parts = {"meta_agent": __version__, "code": code_digest(), "domain": domain.name,
+             "settings": dump() if callable(dump) else None,
              "split": split, "tasks": tasks, "limit": limit, "shard": list(shard) if shard else None,
              "root": str(root.resolve()), "policy": digest}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()

@@ -32,6 +32,7 @@ from meta_agent.policy import base_model_of
 from meta_agent.report.rollout_report import RolloutReport, build_report
 from meta_agent.tracking import Tracker
 from meta_agent.tracking.sandbox_env import tracker_env
+from meta_agent.train_memo import TrainMemo, reused_marker
 from meta_agent.untrusted_files import is_regular_file, read_bytes
 from sandboxes import Limits, Sandbox
 
@@ -122,17 +123,45 @@ def train_commit(
     on_step: Callable[[StepSeen], None] | None = None,
     diagnose_commit: str | None = None,
     tracker: Tracker = "none",
+    memo: TrainMemo | None = None,
 ) -> TrainedRun:
     """Train `policy` for `steps` under harness@commit; all harness code runs in `sandbox`.
 
     The rollouts are labelled by the diagnostics of `diagnose_commit` (default: the trained commit).
     A candidate's run is labelled by main's diagnostics: its own could simply not flag what it breaks.
+    With `memo`, a training of the same tree under the same inputs, stored by an earlier run, is copied
+    into `out_dir` instead (`train_memo`), and a fresh one is stored.
     """
+    diagnoser = diagnose_commit or commit
+    key = memo.key(repo=repo, commit=commit, diagnose_commit=diagnoser, policy=policy, root_policy=root_policy,
+                   tasks_file=tasks_file, history=history, steps=steps, seed=seed, limits=limits,
+                   sandbox=type(sandbox).__name__, tracker=tracker) if memo else None
+    commits = {"trained": commit, "diagnose": diagnoser}
+    tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
+    reused_marker(out_dir).unlink(missing_ok=True)  # an earlier attempt's
+    if memo and key:
+        record = memo.fetch(key, out_dir, commits)
+        if record is not None:  # its report is not stored (it names the old commit): rebuilt from the rest
+            run = load_trained(out_dir, domain, str(root_policy), tasks_file)
+            run.output.seconds = float(record.get("seconds") or 0.0)
+            return run
+    run = _train(repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=limits, policy=policy,
+                 root_policy=root_policy, steps=steps, seed=seed, work_dir=work_dir, out_dir=out_dir,
+                 tasks_file=tasks_file, tasks=tasks, history=history, train_timeout=train_timeout, on_step=on_step,
+                 diagnose_commit=diagnose_commit, tracker=tracker)
+    if memo and key:
+        memo.store(key, out_dir, commits, run.output.seconds)
+    return run
+
+
+def _train(*, repo: git.Repo, commit: str, domain: Domain, sandbox: Sandbox, limits: Limits, policy: Path,
+           root_policy: Path, steps: int, seed: int, work_dir: Path, out_dir: Path, tasks_file: Path,
+           tasks: dict[str, Task], history: Path | None, train_timeout: float | None,
+           on_step: Callable[[StepSeen], None] | None, diagnose_commit: str | None, tracker: Tracker) -> TrainedRun:
     workdir = export_tree(repo, commit, work_dir)
     readable = [tasks_file.parent, *policy_mounts(policy, root_policy)]
     if history is not None:
         readable.append(history.parent)
-    tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
     verified_file = out_dir / VERIFIED
     with HarnessRunner(sandbox, workdir, commit=commit, readable=readable, writable=[out_dir],
                        limits=limits, domain=domain) as runner:

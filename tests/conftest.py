@@ -24,6 +24,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 TEST_ROOT = _SESSION_ROOT
 os.environ["META_AGENT_CACHE"] = str(_SESSION_ROOT / "cache")
 os.environ["META_AGENT_DATA"] = str(_SESSION_ROOT / "data")
+# No test reuses another test's training or sealed answers (meta_agent/train_memo.py): what a test sees of a
+# run (its progress, its crash points, its timings) must not depend on which tests ran before it.
+# tests/evolve/test_train_memo.py turns the store on for its own runs.
+os.environ["META_AGENT_REUSE"] = "off"
 # One fixed secret for the sealed splits, so every test sees the same selection/test tasks.
 os.environ["META_AGENT_SEALED_SECRET"] = "meta-agent-test-suite"
 

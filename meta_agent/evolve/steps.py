@@ -12,9 +12,10 @@ from pydantic import BaseModel
 
 from meta_agent.domains.base import EvalResult, Split, merge_shards
 from meta_agent.evolve.context import RunContext
-from meta_agent.execution.jobs import Job, JobEnv, RunJob, RunJobResult
+from meta_agent.execution.jobs import Job, JobEnv, RunJob, RunJobResult, TrainJob
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.journal import Evaluated, Trained
+from meta_agent.train_memo import read_reused
 
 
 def run_jobs(ctx: RunContext, jobs: list[Job]) -> Iterator[tuple[Job, BaseModel]]:
@@ -25,10 +26,23 @@ def run_jobs(ctx: RunContext, jobs: list[Job]) -> Iterator[tuple[Job, BaseModel]
                  on_step=ctx.reporter.training_step,
                  on_eval=ctx.reporter.tasks_answered)
     for job, result in ctx.executor.run(jobs, env):
-        if not ctx.executor.in_driver:  # a worker's steps are not seen one by one: count them as it ends
+        reused = reused_training(job)
+        if reused:
+            ctx.reporter.phase(f"{getattr(job, 'label', None) or job.key}: {reused}")
+        if not ctx.executor.in_driver or reused:  # steps not seen one by one: count them as it ends
             for _ in range(job_steps(job)):
                 ctx.reporter.training_step()
         yield job, result
+
+
+def reused_training(job: Job) -> str | None:
+    """What a job that copied an earlier run's identical training instead of training says (`train_memo`)."""
+    out = job.out if isinstance(job, RunJob) else Path(job.cand_dir) / job.rung if isinstance(job, TrainJob) else None
+    record = read_reused(Path(out)) if out else None
+    if record is None:
+        return None
+    return (f"reused the identical training stored {record['when']} from {record['from']} "
+            f"({record['seconds']:.0f} s of training not repeated; reuse_across_runs: false trains again)")
 
 
 def job_steps(job: Job) -> int:

@@ -36,6 +36,7 @@ from meta_agent.fsutil import atomic_write_text, fresh_dir
 from meta_agent.harness_runner import StepSeen
 from meta_agent.journal import Evaluated, Trained
 from meta_agent.report.render import write_report
+from meta_agent.train_memo import TrainMemo, reuse_root
 from meta_agent.training import load_trained, train_commit
 from meta_agent.verdicts import StageResult
 from sandboxes import Sandbox
@@ -91,7 +92,11 @@ class Job(BaseModel):
         raise NotImplementedError
 
     def memo_dir(self) -> Path | None:
-        """Where the run keeps sealed answers by the weights they were decoded for (`eval_memo`)."""
+        """Where sealed answers are kept by the weights they were decoded for (`eval_memo`): shared by every
+        run (`reuse_across_runs`, the default), else the run's own."""
+        shared = reuse_root() if self.settings().reuse_across_runs else None
+        if shared is not None:
+            return shared / "evaluations"
         run_dir = self.config.get("run_dir")
         return Path(str(run_dir)) / MEMO_DIR if run_dir else None
 
@@ -102,11 +107,13 @@ class Job(BaseModel):
 
     def train_kwargs(self, env: JobEnv, policy: Path, seed: int, history: Path | None, steps: int) -> dict[str, Any]:
         """`train_commit`'s settings for this run (the same in the driver and in a worker)."""
-        sb = self.settings().sandbox
-        return dict(sandbox=env.sandbox, limits=sb.limits(), policy=policy, root_policy=Path(self.root_policy),
+        cfg = self.settings()
+        root = reuse_root() if cfg.reuse_across_runs else None
+        memo = (TrainMemo(root / "trainings", {"domain": env.domain.name, "settings": cfg.result_settings()})
+                if root else None)
+        return dict(sandbox=env.sandbox, limits=cfg.sandbox.limits(), policy=policy, root_policy=Path(self.root_policy),
                     steps=steps, seed=seed, tasks_file=Path(self.tasks_file), history=history,
-                    train_timeout=sb.train_timeout_s, tracker=self.settings().tracker,
-                    on_step=env.on_step)
+                    train_timeout=cfg.sandbox.train_timeout_s, tracker=cfg.tracker, on_step=env.on_step, memo=memo)
 
 
 class TrainJob(Job):
