@@ -45,6 +45,8 @@ STORE_MB = 4096
 """Oldest entries are dropped once the store holds more than this."""
 _LIBRARIES = ("torch", "transformers", "trl", "peft", "accelerate", "safetensors", "tokenizers")
 _SKIP = {"report.json", "report.md", "report.html"}
+_TEXT = {".json", ".jsonl", ".md", ".txt", ".yaml", ".yml", ".jinja"}
+"""Files in which a stored path is replaced by this run's (a path's length can change)."""
 """Made by meta-agent from the rest after training (with the commit's hash in them): rebuilt on a hit."""
 
 
@@ -111,6 +113,23 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
+def _changes(old: object, new: dict[str, str], escape: bool = False) -> list[tuple[bytes, bytes]]:
+    """(old, new) byte strings for the names both sides have: 40-hex commit hashes, or (`escape`) paths as
+    JSON writes them."""
+    if not isinstance(old, dict):
+        return []
+    pairs = []
+    for name, was in old.items():
+        now = new.get(name)
+        if not (isinstance(was, str) and isinstance(now, str)) or was == now or not was:
+            continue
+        if escape:
+            pairs.append((json.dumps(was)[1:-1].encode(), json.dumps(now)[1:-1].encode()))
+        elif len(was) == len(now) == 40:
+            pairs.append((was.encode(), now.encode()))
+    return pairs
+
+
 def _files_digest(policy: Path) -> str:
     h = hashlib.sha256()
     for path in sorted(p for p in policy.rglob("*") if p.is_file()):
@@ -134,15 +153,16 @@ class TrainMemo:
             "context": self.context, "code": code_digest(),
             "tree": repo.commit(commit).tree.hexsha, "diagnose": repo.commit(diagnose_commit).tree.hexsha,
             "root": [str(root_policy), root_identity(root_policy)],
-            "policy": "root" if policy.resolve() == root_policy.resolve() else [str(policy), _files_digest(policy)],
+            "policy": "root" if policy.resolve() == root_policy.resolve() else _files_digest(policy),
             "tasks": sha256_file(tasks_file), "history": history_digest(repo, history) if history else None,
             "settings": settings,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
-    def fetch(self, key: str, out_dir: Path, commits: dict[str, str]) -> dict[str, Any] | None:
-        """Copy entry `key` into the (empty) `out_dir` with each old commit hash in `commits` replaced by
-        its new one; its record (how long the training took), or None on a miss."""
+    def fetch(self, key: str, out_dir: Path, commits: dict[str, str], paths: dict[str, str]) -> dict[str, Any] | None:
+        """Copy entry `key` into the (empty) `out_dir`, each old commit hash in `commits` replaced by its
+        new one in every file and each old path in `paths` (the starting policy, the output dir) by its new
+        one in text files; its record (how long the training took), or None on a miss."""
         entry = self.root / key
         try:
             record = json.loads((entry / "entry.json").read_text())
@@ -151,20 +171,20 @@ class TrainMemo:
         if not isinstance(record, dict) or tree_problems(entry / "out", limit=1):
             return None
         shutil.copytree(entry / "out", out_dir, dirs_exist_ok=True)
-        replace = {old.encode(): commits[name].encode() for name, old in record.get("commits", {}).items()
-                   if name in commits and len(old) == len(commits[name]) == 40}
+        hashes = _changes(record.get("commits"), commits)  # same length: binary headers stay valid
+        texts = hashes + _changes(record.get("paths"), paths, escape=True)
         for path in sorted(p for p in out_dir.rglob("*") if p.is_file()):
             data = path.read_bytes()
             fixed = data
-            for old, new in replace.items():
+            for old, new in texts if path.suffix in _TEXT else hashes:
                 fixed = fixed.replace(old, new)
-            if fixed != data:  # same length: binary headers stay valid
+            if fixed != data:
                 path.write_bytes(fixed)
         os.utime(entry)  # recently used: the last to be dropped
         atomic_write_text(reused_marker(out_dir), json.dumps({"entry": str(entry), **record}, indent=2))
         return record
 
-    def store(self, key: str, out_dir: Path, commits: dict[str, str], seconds: float) -> bool:
+    def store(self, key: str, out_dir: Path, commits: dict[str, str], paths: dict[str, str], seconds: float) -> bool:
         """Keep a finished, validated training's outputs under `key`; False when it is not kept (links or
         special files, over `ENTRY_MB`, already there, or the store cannot be written)."""
         entry = self.root / key
@@ -181,7 +201,8 @@ class TrainMemo:
                 target = staging / "out" / path.relative_to(out_dir)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target)
-            record = {"commits": commits, "seconds": seconds, "stored": time.time(), "from": str(out_dir)}
+            record = {"commits": commits, "paths": paths, "seconds": seconds, "stored": time.time(),
+                      "from": str(out_dir)}
             atomic_write_text(staging / "entry.json", json.dumps(record, indent=2))
             staging.rename(entry)
         except OSError:

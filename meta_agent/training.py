@@ -7,6 +7,7 @@ verdict -> `harness diagnose` for the final labels -> RolloutReport.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from meta_agent.contract import (
     write_jsonl,
 )
 from meta_agent.domains import Domain
+from meta_agent.fsutil import fresh_dir
 from meta_agent.gitops import export_tree
 from meta_agent.harness_runner import HarnessRunner, StepSeen, TrainOutput
 from meta_agent.policy import base_model_of
@@ -133,24 +135,30 @@ def train_commit(
     into `out_dir` instead (`train_memo`), and a fresh one is stored.
     """
     diagnoser = diagnose_commit or commit
-    key = memo.key(repo=repo, commit=commit, diagnose_commit=diagnoser, policy=policy, root_policy=root_policy,
-                   tasks_file=tasks_file, history=history, steps=steps, seed=seed, limits=limits,
-                   sandbox=type(sandbox).__name__, tracker=tracker) if memo else None
-    commits = {"trained": commit, "diagnose": diagnoser}
+    commits, paths = {"trained": commit, "diagnose": diagnoser}, {"policy": str(policy), "out": str(out_dir)}
     tasks = {t.id: t for t in read_jsonl(tasks_file, Task)}
     reused_marker(out_dir).unlink(missing_ok=True)  # an earlier attempt's
-    if memo and key:
-        record = memo.fetch(key, out_dir, commits)
-        if record is not None:  # its report is not stored (it names the old commit): rebuilt from the rest
-            run = load_trained(out_dir, domain, str(root_policy), tasks_file)
-            run.output.seconds = float(record.get("seconds") or 0.0)
-            return run
+    key = None
+    if memo is not None:
+        try:
+            key = memo.key(repo=repo, commit=commit, diagnose_commit=diagnoser, policy=policy, root_policy=root_policy,
+                           tasks_file=tasks_file, history=history, steps=steps, seed=seed, limits=limits,
+                           sandbox=type(sandbox).__name__, tracker=tracker)
+            record = memo.fetch(key, out_dir, commits, paths) if key else None
+            if record is not None:  # its report is not stored (it names the old commit): rebuilt from the rest
+                run = load_trained(out_dir, domain, str(root_policy), tasks_file)
+                run.output.seconds = float(record.get("seconds") or 0.0)
+                return run
+        except Exception:  # a doubt about the store costs a training, never the run
+            reused_marker(out_dir).unlink(missing_ok=True)
+            fresh_dir(out_dir)
     run = _train(repo=repo, commit=commit, domain=domain, sandbox=sandbox, limits=limits, policy=policy,
                  root_policy=root_policy, steps=steps, seed=seed, work_dir=work_dir, out_dir=out_dir,
                  tasks_file=tasks_file, tasks=tasks, history=history, train_timeout=train_timeout, on_step=on_step,
                  diagnose_commit=diagnose_commit, tracker=tracker)
-    if memo and key:
-        memo.store(key, out_dir, commits, run.output.seconds)
+    if memo is not None and key:
+        with contextlib.suppress(Exception):  # not kept: the next run trains it again
+            memo.store(key, out_dir, commits, paths, run.output.seconds)
     return run
 
 

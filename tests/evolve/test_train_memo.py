@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,10 @@ def test_a_second_run_reuses_the_first_runs_trainings_and_decides_the_same(tmp_p
     assert rollouts == (first / "rollouts.jsonl").read_text().replace(old, new)
     for path in (p for p in first.rglob("*") if p.is_file() and not p.name.startswith(("report.", "train.worker"))):
         copy = second / path.relative_to(first)
-        assert copy.read_bytes() == path.read_bytes().replace(old.encode(), new.encode()), copy
+        expected = path.read_bytes().replace(old.encode(), new.encode())
+        if path.suffix in {".json", ".jsonl"}:  # a full checkpoint names itself as its base model
+            expected = expected.replace(str(first).encode(), str(second).encode())
+        assert copy.read_bytes() == expected, copy
     control = json.loads((tmp_path / "second" / "gen-000" / "control-eval.json").read_text())
     assert control["reused_from"], "the same weights' sealed answers come from the first run"
     assert any((memo / "evaluations").glob("*.json"))
@@ -58,6 +62,12 @@ def test_a_second_run_reuses_the_first_runs_trainings_and_decides_the_same(tmp_p
     third_out = _evolve(tmp_path / "third", tmp_path / "data-3", "off")
     assert "reused the identical training" not in third_out
     assert read_reused(tmp_path / "third" / "gen-000" / "main") is None
+
+    for rollouts in (memo / "trainings").glob("*/out/rollouts.jsonl"):  # a store damaged on disk
+        rollouts.write_text("{not json\n")
+    fourth_out = _evolve(tmp_path / "fourth", tmp_path / "data-4", str(memo))
+    assert "reused the identical training" not in fourth_out, "a damaged entry costs a training, not the run"
+    assert signature(tmp_path / "fourth") == signature(tmp_path / "first")
 
 
 @pytest.fixture
@@ -85,10 +95,14 @@ def _inputs(tmp_path: Path) -> dict[str, Path]:
     return {"policy": root, "root_policy": root, "tasks_file": tasks}
 
 
+OLD = {"policy": "/runs/first/gen-000/main/checkpoint", "out": "/runs/first/gen-001/main"}
+
+
 def _out(tmp_path: Path, commit: str) -> Path:
     out = tmp_path / "out"
     (out / "checkpoint").mkdir(parents=True)
-    (out / "checkpoint" / "manifest.json").write_text(json.dumps({"harness_commit": commit}))
+    (out / "checkpoint" / "manifest.json").write_text(json.dumps({"harness_commit": commit, "parent": OLD["policy"]}))
+    (out / "checkpoint" / "weights.bin").write_bytes(b"\0" + commit.encode() + OLD["policy"].encode())
     (out / "rollouts.jsonl").write_text(json.dumps({"harness_commit": commit, "text": "x"}) + "\n")
     (out / "report.json").write_text(json.dumps({"harness_commit": commit}))
     return out
@@ -110,22 +124,34 @@ def test_a_stored_training_comes_back_under_the_new_commit_and_keys_follow_every
     assert None not in variants and len({key(), *variants}) == 5
     k = key()
     assert k is not None
+    policy = tmp_path / "run-a" / "checkpoint"
+    policy.mkdir(parents=True)
+    (policy / "adapter.safetensors").write_bytes(b"lora")
+    moved = tmp_path / "run-b" / "checkpoint"
+    shutil.copytree(policy, moved)
+    assert key(policy=policy) == key(policy=moved) != k, "a checkpoint counts by its bytes, wherever it lies"
+    (moved / "adapter.safetensors").write_bytes(b"LORA")
+    assert key(policy=policy) != key(policy=moved)
     (inputs["tasks_file"]).write_text('{"id": "t2"}\n')
     assert key() != k, "other training tasks are another training"
     (inputs["tasks_file"]).write_text('{"id": "t1"}\n')
 
     out = _out(tmp_path, first)
-    assert memo.store(k, out, {"trained": first, "diagnose": first}, seconds=12.5)
-    assert not memo.store(k, out, {"trained": first, "diagnose": first}, seconds=1.0), "stored once"
+    assert memo.store(k, out, {"trained": first, "diagnose": first}, seconds=12.5, paths=OLD)
+    assert not memo.store(k, out, {"trained": first, "diagnose": first}, seconds=1.0, paths=OLD), "stored once"
     target = tmp_path / "second" / "main"
     target.mkdir(parents=True)
-    record = memo.fetch(k, target, {"trained": again, "diagnose": again})
+    new = {"policy": str(tmp_path / "second" / "gen-000" / "main" / "checkpoint"), "out": str(target)}
+    record = memo.fetch(k, target, {"trained": again, "diagnose": again}, new)
     assert record is not None and record["seconds"] == 12.5
-    assert json.loads((target / "checkpoint" / "manifest.json").read_text())["harness_commit"] == again
+    manifest = json.loads((target / "checkpoint" / "manifest.json").read_text())
+    assert manifest == {"harness_commit": again, "parent": new["policy"]}, "this run's commit and policy"
+    assert (target / "checkpoint" / "weights.bin").read_bytes() == b"\0" + again.encode() + OLD["policy"].encode(), \
+        "a binary file keeps its length: only a commit hash (40 bytes for 40) is replaced in it"
     assert first not in (target / "rollouts.jsonl").read_text()
     assert not (target / "report.json").exists(), "the report names the old commit: the caller rebuilds it"
     assert read_reused(target) is not None and (target.parent / "main.reused.json").is_file()
-    assert memo.fetch("0" * 64, tmp_path / "elsewhere", {"trained": again}) is None
+    assert memo.fetch("0" * 64, tmp_path / "elsewhere", {"trained": again}, new) is None
 
 
 def test_a_training_with_links_is_not_stored_and_a_tampered_entry_is_not_fetched(
@@ -134,16 +160,16 @@ def test_a_training_with_links_is_not_stored_and_a_tampered_entry_is_not_fetched
     memo = TrainMemo(tmp_path / "memo", {})
     out = _out(tmp_path, first)
     os.symlink("/etc/passwd", out / "checkpoint" / "leak")
-    assert not memo.store("k1", out, {"trained": first}, seconds=1.0), "a link is not plain data"
+    assert not memo.store("k1", out, {"trained": first}, seconds=1.0, paths=OLD), "a link is not plain data"
     (out / "checkpoint" / "leak").unlink()
-    assert memo.store("k1", out, {"trained": first}, seconds=1.0)
+    assert memo.store("k1", out, {"trained": first}, seconds=1.0, paths=OLD)
     os.symlink("/etc/passwd", tmp_path / "memo" / "k1" / "out" / "leak")
     target = tmp_path / "target"
     target.mkdir()
-    assert memo.fetch("k1", target, {"trained": again}) is None and not any(target.iterdir())
+    assert memo.fetch("k1", target, {"trained": again}, OLD) is None and not any(target.iterdir())
 
     monkeypatch.setattr(train_memo, "ENTRY_MB", 0)
-    assert not memo.store("k2", out, {"trained": first}, seconds=1.0), "over the size cap"
+    assert not memo.store("k2", out, {"trained": first}, seconds=1.0, paths=OLD), "over the size cap"
 
 
 def test_the_store_can_be_moved_or_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
