@@ -162,7 +162,7 @@ def eval_(
     "What trains": ["domain", "harness", "policy", "config"],
     "The search (each part costs training steps)": [
         "generations", "candidates", "train_steps", "selection_limit", "confirm_steps", "archive_parents",
-        "repair_turns", "control", "seed", "rerun_known"],
+        "repair_turns", "control", "seed", "rerun_known", "no_reuse"],
     "The proposer and its LLM": ["proposer", "model", "diagnostician_model", "coder_model", "coder", "api_base",
                                  "coder_api_base", "skills"],
     "Budgets (a run that reaches one stops cleanly; `resume` continues it)": [
@@ -215,6 +215,11 @@ def evolve(
                               "conditions (main's tree, starting policy, settings, tasks, skill code); by default "
                               "such a variant counts as tried and the search moves on (it would cost the same "
                               "and, with fixed seeds and greedy evaluation, score the same)")] = False,
+    no_reuse: Annotated[bool, typer.Option(
+        "--no-reuse", help="train and decode everything this run needs itself; by default a training of the same "
+                           "harness tree under the same inputs (policy bytes, seed, steps, tasks, settings, "
+                           "meta-agent's code), in this run or an earlier one, is copied from META_AGENT_CACHE/reuse "
+                           "instead, and sealed answers for the same weights are shared by every run")] = False,
     budget_minutes: Annotated[float | None, typer.Option(help="stop cleanly after this many minutes")] = None,
     seed: Annotated[int | None, typer.Option(help="run seed (default 0)")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="output dir (default runs/<time>-evolve-<domain>)")] = None,
@@ -246,7 +251,8 @@ def evolve(
         "candidates": candidates, "train_steps": train_steps, "selection_limit": selection_limit,
         "confirm_steps": confirm_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
-        "control": control, "seed": seed, "rerun_known": rerun_known or None, "run_dir": run_dir, "tracker": tracker,
+        "control": control, "seed": seed, "rerun_known": rerun_known or None,
+        "reuse_across_runs": False if no_reuse else None, "run_dir": run_dir, "tracker": tracker,
         "repair_turns": repair_turns,
         "sandbox": {"backend": sandbox_name or None},
         "llm": {"model": model or None, "diagnostician_model": diagnostician_model or None,

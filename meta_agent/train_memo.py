@@ -130,11 +130,28 @@ def _changes(old: object, new: dict[str, str], escape: bool = False) -> list[tup
     return pairs
 
 
-def _files_digest(policy: Path) -> str:
+def _policy_digest(policy: Path) -> str:
+    """A checkpoint by its files' bytes, its manifest by what it says of the weights: the commit and paths it
+    names differ between two runs that trained the same weights (gen 1 trains from gen 0's checkpoint)."""
     h = hashlib.sha256()
     for path in sorted(p for p in policy.rglob("*") if p.is_file()):
-        h.update(path.relative_to(policy).as_posix().encode() + b"\0" + sha256_file(path).encode())
+        name = path.relative_to(policy).as_posix()
+        h.update(name.encode() + b"\0" + (_manifest_identity(path, policy) if name == "manifest.json"
+                                          else sha256_file(path)).encode())
     return h.hexdigest()
+
+
+def _manifest_identity(path: Path, policy: Path) -> str:
+    try:
+        manifest = json.loads(path.read_bytes())
+    except ValueError:
+        return sha256_file(path)
+    if not isinstance(manifest, dict):
+        return sha256_file(path)
+    base = manifest.get("base_model")
+    if isinstance(base, str) and Path(base).resolve() == policy.resolve():
+        manifest["base_model"] = "itself"
+    return json.dumps({k: v for k, v in manifest.items() if k not in {"harness_commit", "parent"}}, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -153,7 +170,7 @@ class TrainMemo:
             "context": self.context, "code": code_digest(),
             "tree": repo.commit(commit).tree.hexsha, "diagnose": repo.commit(diagnose_commit).tree.hexsha,
             "root": [str(root_policy), root_identity(root_policy)],
-            "policy": "root" if policy.resolve() == root_policy.resolve() else _files_digest(policy),
+            "policy": "root" if policy.resolve() == root_policy.resolve() else _policy_digest(policy),
             "tasks": sha256_file(tasks_file), "history": history_digest(repo, history) if history else None,
             "settings": settings,
         }
@@ -172,7 +189,8 @@ class TrainMemo:
             return None
         shutil.copytree(entry / "out", out_dir, dirs_exist_ok=True)
         hashes = _changes(record.get("commits"), commits)  # same length: binary headers stay valid
-        texts = hashes + _changes(record.get("paths"), paths, escape=True)
+        # the longest old path first: one that starts with a shorter one is replaced whole
+        texts = hashes + sorted(_changes(record.get("paths"), paths, escape=True), key=lambda p: -len(p[0]))
         for path in sorted(p for p in out_dir.rglob("*") if p.is_file()):
             data = path.read_bytes()
             fixed = data
@@ -212,6 +230,10 @@ class TrainMemo:
         return True
 
     def _trim(self) -> None:
+        """Drop the least recently used entries past `STORE_MB`, and what a killed store left a day ago."""
+        for stale in self.root.glob(".staging-*"):
+            if time.time() - stale.stat().st_mtime > 86400:
+                shutil.rmtree(stale, ignore_errors=True)
         entries = sorted((e for e in self.root.iterdir() if not e.name.startswith(".")),
                          key=lambda e: e.stat().st_mtime)
         sizes = {e: sum(p.stat().st_size for p in e.rglob("*") if p.is_file()) for e in entries}

@@ -21,20 +21,22 @@ from tests.evolve.conftest import data_env, tiny_config
 from tests.evolve.lineage_signature import signature
 
 
-def _evolve(run: Path, data: Path, memo: str) -> str:
+def _evolve(run: Path, data: Path, memo: str, generations: int = 1) -> str:
     env = {**data_env(data, scripted=True), "META_AGENT_REUSE": memo}
     res = subprocess.run([sys.executable, "-m", "meta_agent", "evolve", "--config",
-                          str(tiny_config(run, generations=1))], capture_output=True, text=True, timeout=900, env=env)
+                          str(tiny_config(run, generations=generations))], capture_output=True, text=True, timeout=900, env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return res.stdout + res.stderr
 
 
 def test_a_second_run_reuses_the_first_runs_trainings_and_decides_the_same(tmp_path: Path) -> None:
     memo = tmp_path / "memo"
-    first_out = _evolve(tmp_path / "first", tmp_path / "data-1", str(memo))
+    first_out = _evolve(tmp_path / "first", tmp_path / "data-1", str(memo), generations=2)
     assert "reused the identical training" not in first_out
-    second_out = _evolve(tmp_path / "second", tmp_path / "data-2", str(memo))
-    assert "main's training: reused the identical training" in second_out, second_out[-3000:]
+    second_out = _evolve(tmp_path / "second", tmp_path / "data-2", str(memo), generations=2)
+    assert second_out.count("main's training: reused the identical training") == 2, (
+        "generation 1 too: it starts from generation 0's checkpoint, the same weights under another run's "
+        "commit and path", second_out[-3000:])
     assert "control-vs-control rerun 1: reused the identical training" in second_out
     assert signature(tmp_path / "first") == signature(tmp_path / "second"), "a reused training changes no decision"
 
@@ -66,8 +68,8 @@ def test_a_second_run_reuses_the_first_runs_trainings_and_decides_the_same(tmp_p
     for rollouts in (memo / "trainings").glob("*/out/rollouts.jsonl"):  # a store damaged on disk
         rollouts.write_text("{not json\n")
     fourth_out = _evolve(tmp_path / "fourth", tmp_path / "data-4", str(memo))
-    assert "reused the identical training" not in fourth_out, "a damaged entry costs a training, not the run"
-    assert signature(tmp_path / "fourth") == signature(tmp_path / "first")
+    assert "main's training: reused" not in fourth_out, "a damaged entry costs a training, not the run"
+    assert signature(tmp_path / "fourth") == signature(tmp_path / "first", generations=1)
 
 
 @pytest.fixture
@@ -129,7 +131,13 @@ def test_a_stored_training_comes_back_under_the_new_commit_and_keys_follow_every
     (policy / "adapter.safetensors").write_bytes(b"lora")
     moved = tmp_path / "run-b" / "checkpoint"
     shutil.copytree(policy, moved)
-    assert key(policy=policy) == key(policy=moved) != k, "a checkpoint counts by its bytes, wherever it lies"
+    for where, commit in ((policy, first), (moved, again)):  # what each run's harness wrote of the same weights
+        (where / "manifest.json").write_text(json.dumps({"format": "full", "base_model": str(where), "steps": 2,
+                                                         "parent": str(where.parent), "harness_commit": commit}))
+    assert key(policy=policy) == key(policy=moved) != k, "a checkpoint counts by its weights, wherever it lies"
+    (moved / "manifest.json").write_text(json.dumps({"format": "full", "base_model": str(moved), "steps": 3}))
+    assert key(policy=policy) != key(policy=moved), "what the manifest says of the weights counts"
+    shutil.copy(policy / "manifest.json", moved / "manifest.json")
     (moved / "adapter.safetensors").write_bytes(b"LORA")
     assert key(policy=policy) != key(policy=moved)
     (inputs["tasks_file"]).write_text('{"id": "t2"}\n')
