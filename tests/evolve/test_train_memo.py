@@ -24,7 +24,8 @@ from tests.evolve.lineage_signature import signature
 def _evolve(run: Path, data: Path, memo: str, generations: int = 1) -> str:
     env = {**data_env(data, scripted=True), "META_AGENT_REUSE": memo}
     res = subprocess.run([sys.executable, "-m", "meta_agent", "evolve", "--config",
-                          str(tiny_config(run, generations=generations))], capture_output=True, text=True, timeout=900, env=env)
+                          str(tiny_config(run, generations=generations))],
+                         capture_output=True, text=True, timeout=900, env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return res.stdout + res.stderr
 
