@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from meta_agent.paths import PACKAGE_DIR, cache_dir, data_dir
+from meta_agent.train_memo import reuse_root
 from sandboxes import Limits, Mount, Sandbox, Session, get_backend
 
 SECRET_ENV = "META_AGENT_SEALED_SECRET"
@@ -81,6 +82,9 @@ def hidden_paths() -> list[Path]:
     # A wheel install puts the evaluator and its data inside the environment every sandbox sees.
     paths.append(PACKAGE_DIR)
     paths += [data_dir().resolve() / SECRET_FILE, cache_dir().resolve() / "swe" / "tasksets"]
+    shared = reuse_root()  # sealed answers, and trainings of other candidates (train_memo)
+    if shared is not None:
+        paths.append(shared.resolve())
     return sorted(set(paths))
 
 

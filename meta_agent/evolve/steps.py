@@ -28,7 +28,8 @@ def run_jobs(ctx: RunContext, jobs: list[Job]) -> Iterator[tuple[Job, BaseModel]
     for job, result in ctx.executor.run(jobs, env):
         reused = reused_training(job)
         if reused:
-            ctx.reporter.phase(f"{getattr(job, 'label', None) or job.key}: {reused}")
+            label = job.label if isinstance(job, RunJob) else f"{getattr(job, 'stage_id', job.key)} (backtest)"
+            ctx.reporter.phase(f"{label}: {reused}")
         if not ctx.executor.in_driver or reused:  # steps not seen one by one: count them as it ends
             for _ in range(job_steps(job)):
                 ctx.reporter.training_step()

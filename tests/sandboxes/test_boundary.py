@@ -119,6 +119,31 @@ def test_the_sealed_secret_is_hidden_even_inside_a_mount(
     assert "size 0" in r.stdout or "size absent" in r.stdout
 
 
+
+def test_the_runs_shared_store_is_hidden_even_inside_a_mount(
+    backend: Sandbox, area: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sealed answers and other candidates' trainings live in META_AGENT_CACHE/reuse (meta_agent/train_memo.py):
+    a harness sees none of it, even where a mount would show the cache."""
+    cache = area / "shared" / "cache"
+    monkeypatch.setenv("META_AGENT_CACHE", str(cache))
+    monkeypatch.delenv("META_AGENT_REUSE", raising=False)
+    answers = cache / "reuse" / "evaluations" / "key.json"
+    answers.parent.mkdir(parents=True)
+    answers.write_text('{"answers": "sealed"}')
+    from sandboxes import Mount
+
+    for d in (area, area / "shared", cache, cache / "reuse", answers.parent):
+        d.chmod(0o755)
+    answers.chmod(0o644)
+    r = _py(backend, area / "work", f"""
+        import os
+        root = {str(cache / "reuse")!r}
+        print("entries", sorted(os.listdir(root)) if os.path.isdir(root) else "absent")
+    """, mounts=[Mount(area / "shared")])
+    assert r.returncode == 0, r.stderr
+    assert "entries []" in r.stdout or "entries absent" in r.stdout, r.stdout
+
 FAKE_HARNESS = '''
 import json, os, sys
 from pathlib import Path
