@@ -28,8 +28,7 @@ def run_jobs(ctx: RunContext, jobs: list[Job]) -> Iterator[tuple[Job, BaseModel]
     for job, result in ctx.executor.run(jobs, env):
         reused = reused_training(job)
         if reused:
-            label = job.label if isinstance(job, RunJob) else f"{getattr(job, 'stage_id', job.key)} (backtest)"
-            ctx.reporter.phase(f"{label}: {reused}")
+            ctx.reporter.phase(reused)
         if not ctx.executor.in_driver or reused:  # steps not seen one by one: count them as it ends
             for _ in range(job_steps(job)):
                 ctx.reporter.training_step()
@@ -38,11 +37,16 @@ def run_jobs(ctx: RunContext, jobs: list[Job]) -> Iterator[tuple[Job, BaseModel]
 
 def reused_training(job: Job) -> str | None:
     """What a job that copied an earlier run's identical training instead of training says (`train_memo`)."""
-    out = job.out if isinstance(job, RunJob) else Path(job.cand_dir) / job.rung if isinstance(job, TrainJob) else None
-    record = read_reused(Path(out)) if out else None
+    if isinstance(job, RunJob) and job.out:
+        label, out = job.label, Path(job.out)
+    elif isinstance(job, TrainJob):
+        label, out = f"{job.stage_id} (backtest)", Path(job.cand_dir) / job.rung
+    else:
+        return None
+    record = read_reused(out)
     if record is None:
         return None
-    return (f"reused the identical training stored {record['when']} from {record['from']} "
+    return (f"{label}: reused the identical training stored {record['when']} from {record['from']} "
             f"({record['seconds']:.0f} s of training not repeated; reuse_across_runs: false trains again)")
 
 
