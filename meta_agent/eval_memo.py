@@ -9,8 +9,10 @@ bit for bit. In the SWE demo 6 of 7 trainings end that way and each evaluation c
 `evaluate_memoized` keys an evaluation by what it runs: the policy's effective weights (`policy_digest`),
 the run's root model, the domain and its settings, the split's task ids, `limit` and `shard`. A hit returns
 the stored answers with `reused_from` naming the policy that was decoded; a miss evaluates and stores.
-The memo lives in the trusted run dir (`RUN/eval-memo/`), where no sandbox writes, and a digest is of the
-checkpoint's bytes, so a harness cannot make its checkpoint borrow another policy's answers.
+The memo lives where no sandbox reads or writes: the store every run shares (`reuse/evaluations/` in the
+user cache, `train_memo.reuse_root`), or the run's own `RUN/eval-memo/` when reuse across runs is off. A
+digest is of the checkpoint's bytes, so a harness cannot make its checkpoint borrow another policy's
+answers. The least recently used answers are dropped past `MEMO_MB`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +36,8 @@ from meta_agent.train_memo import code_digest
 from meta_agent.untrusted_files import tree_problems
 
 MEMO_DIR = "eval-memo"
+MEMO_MB = 256
+"""Answers of the least recently used evaluations are dropped once a memo holds more than this."""
 ROOT = "root"
 """The digest of a policy whose effective weights are the run's root model's."""
 _NOT_WEIGHTS = {"README.md", "manifest.json", "optimizer_state.safetensors"}
@@ -134,9 +139,33 @@ def memo_key(domain: Domain, policy: Path, root: Path, split: Split, limit: int 
 def recall(memo_dir: Path, key: str) -> EvalResult | None:
     path = memo_dir / f"{key}.json"
     try:
-        return EvalResult.model_validate_json(path.read_text())
+        seen = EvalResult.model_validate_json(path.read_text())
+        os.utime(path)  # recently used: the last to be dropped
+        return seen
     except (OSError, ValueError):
         return None  # absent or torn: evaluate again
+
+
+def trim(memo_dir: Path, keep_mb: int = MEMO_MB) -> None:
+    """Drop the least recently used answers past `keep_mb`, each with its lock when no process holds it (a
+    lock held means its key is being decoded or read now)."""
+    try:
+        answers = sorted((p.stat().st_mtime, p.stat().st_size, p) for p in memo_dir.glob("*.json"))
+    except OSError:
+        return  # another process trimmed a file away mid-listing: the next store trims
+    total = sum(size for _, size, _ in answers)
+    for _, size, path in answers:
+        if total <= keep_mb << 20:
+            break
+        lock = path.with_suffix(".lock")
+        try:
+            with lock.open("a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                path.unlink(missing_ok=True)
+                lock.unlink(missing_ok=True)
+        except OSError:
+            continue  # in use (or gone): kept for now
+        total -= size
 
 
 def evaluate_memoized(domain: Domain, policy: Path, split: Split, on_progress: Callable[[int], None] | None,
@@ -163,14 +192,20 @@ def evaluate_memoized(domain: Domain, policy: Path, split: Split, on_progress: C
                                            "wall_time": time.monotonic() - started})
         result = evaluate_showing_progress(domain, policy, split, on_progress, limit=limit, root=root, **sharded)
         atomic_write_text(memo_dir / f"{key}.json", result.model_dump_json())
+    trim(memo_dir)
     return result
 
 
-def reuse_note(result: EvalResult, memo_dir: Path | None) -> str:
-    """For a verdict's reason: whose answers these are, when they were reused ('' when decoded)."""
+def reuse_note(result: EvalResult, run_dir: Path | None) -> str:
+    """For a verdict's reason: whose answers these are, when they were reused ('' when decoded). A checkpoint
+    of this run is named by its place in the run; one of an earlier run beside it by that run's name."""
     if result.reused_from is None:
         return ""
     source = Path(result.reused_from)
-    run_dir = memo_dir.parent if memo_dir is not None else None
-    shown = source.relative_to(run_dir) if run_dir is not None and source.is_relative_to(run_dir) else source
+    if run_dir is not None and source.is_relative_to(run_dir):
+        shown = str(source.relative_to(run_dir))
+    elif run_dir is not None and source.is_relative_to(run_dir.parent):
+        shown = f"run {source.relative_to(run_dir.parent)}"
+    else:
+        shown = str(source)
     return f"; its trained weights equal {shown}'s, whose sealed answers were reused"

@@ -5,9 +5,10 @@ the same seed, tasks and settings: the same experiment, paid twice (in the SWE d
 two cores). A training is keyed by everything it reads: the trained tree and the tree whose diagnostics
 label it (by tree, not commit: a commit's hash carries its time, so the same harness in another run has
 another commit), the starting policy's bytes, the root model, the carried-over rollouts, the training
-tasks, steps, seed, sandbox limits, the run's settings, meta-agent's own code and the versions of the
-libraries the harness trains with. A hit copies the stored outputs into the new output dir with the old
-commit's hash replaced by the new one, and says so in `reused.json` beside them.
+tasks, steps, seed, sandbox limits, the run's settings, meta-agent's own code, the versions of the
+libraries the harness trains with and the kind of machine (`machine_identity`). A hit copies the stored
+outputs into the new output dir with the old commit's hash replaced by the new one, and says so in
+`reused.json` beside them.
 
 The store lives in the user cache (`META_AGENT_CACHE/reuse/trainings/`, beside the sealed evaluations'
 memo `reuse/evaluations/`; `META_AGENT_REUSE` names another place, `off` turns both off), which no sandbox
@@ -23,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shutil
 import time
 from dataclasses import dataclass
@@ -98,10 +100,31 @@ def history_digest(repo: git.Repo, history: Path) -> str:
     return h.hexdigest()
 
 
+def machine_identity() -> list[str]:
+    """What decides a result's float rounding beside the code: the CPU's architecture, model and instruction
+    set (which kernels torch picks) and the NVIDIA GPUs' models. A store copied to, or a cache dir shared
+    with, another kind of machine is then not reused there. Read from /proc, not torch: the driver keys a
+    training before it imports torch."""
+    cpu = _read("/proc/cpuinfo")
+    model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("model name")), "")
+    flags = next((line.split(":", 1)[1].split() for line in cpu.splitlines() if line.startswith("flags")), [])
+    gpus = sorted(line.split(":", 1)[1].strip() for info in Path("/proc/driver/nvidia/gpus").glob("*/information")
+                  for line in _read(str(info)).splitlines() if line.startswith("Model:"))
+    return [platform.machine(), model, hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:16], *gpus]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """meta-agent's and the sandboxes' source, and the versions of what the harness trains with."""
-    h = hashlib.sha256(__version__.encode())
+    """meta-agent's and the sandboxes' source, the versions of what the harness trains with, and the kind
+    of machine it runs on (`machine_identity`)."""
+    h = hashlib.sha256(__version__.encode() + json.dumps(machine_identity()).encode())
     for package in (PACKAGE_DIR, PACKAGE_DIR.parent / "sandboxes"):
         for path in sorted(package.rglob("*.py")):
             h.update(path.relative_to(package.parent).as_posix().encode() + b"\0" + path.read_bytes())

@@ -139,6 +139,7 @@ def run_train_stage(
     level: float = 0.95,
     on_eval: Callable[[int], None] | None = None,
     memo_dir: Path | None = None,
+    run_dir: Path | None = None,
 ) -> tuple[StageResult, TrainedRun | None, EvalResult | None]:
     started = time.monotonic()
     steps = int(train_kwargs["steps"])
@@ -178,5 +179,5 @@ def run_train_stage(
         stage="train", passed=True, seconds=time.monotonic() - started, metrics=metrics,
         reason=f"selection {result.score.mean:.3f} vs control {control.eval.score.mean:.3f}; "
                f"paired delta {paired.mean:+.3f} [{paired.low:+.3f}, {paired.high:+.3f}] ({level:.1%} CI)"
-               + reuse_note(result, memo_dir),
+               + reuse_note(result, run_dir),
     ), trained, result

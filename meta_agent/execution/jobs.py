@@ -97,8 +97,12 @@ class Job(BaseModel):
         shared = reuse_root() if self.settings().reuse_across_runs else None
         if shared is not None:
             return shared / "evaluations"
+        run_dir = self.run_dir()
+        return run_dir / MEMO_DIR if run_dir else None
+
+    def run_dir(self) -> Path | None:
         run_dir = self.config.get("run_dir")
-        return Path(str(run_dir)) / MEMO_DIR if run_dir else None
+        return Path(str(run_dir)) if run_dir else None
 
     def settings(self) -> Any:
         from meta_agent.config import EvolveConfig
@@ -293,7 +297,8 @@ def _train(job: TrainJob, env: JobEnv) -> StageResult:
         repo=env.repo, commit=job.commit, main_commit=job.main_commit, domain=env.domain, control=control,
         guard_labels=job.guard_labels, level=job.level, train_kwargs=train_kwargs, out_dir=out,
         work_dir=Path(job.cand_dir) / f"work-{job.rung}", eval_limit=job.eval_limit, root_policy=root_policy,
-        seed=job.seed if job.ci_seed is None else job.ci_seed, on_eval=env.on_eval, memo_dir=job.memo_dir())
+        seed=job.seed if job.ci_seed is None else job.ci_seed, on_eval=env.on_eval, memo_dir=job.memo_dir(),
+        run_dir=job.run_dir())
     if trained is not None:  # the lineage page links each backtest's report beside main's
         write_report(trained.report, out)
     if result is not None:

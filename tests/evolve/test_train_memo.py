@@ -144,6 +144,15 @@ def test_a_stored_training_comes_back_under_the_new_commit_and_keys_follow_every
     (inputs["tasks_file"]).write_text('{"id": "t2"}\n')
     assert key() != k, "other training tasks are another training"
     (inputs["tasks_file"]).write_text('{"id": "t1"}\n')
+    train_memo.code_digest.cache_clear()
+    real = train_memo.machine_identity
+    try:  # another kind of machine rounds floats its own way: a store it shares is not reused there
+        train_memo.machine_identity = lambda: ["x86_64", "Another CPU", "0" * 16]  # type: ignore[assignment]
+        assert key() != k
+    finally:
+        train_memo.machine_identity = real  # type: ignore[assignment]
+        train_memo.code_digest.cache_clear()
+    assert key() == k
 
     out = _out(tmp_path, first)
     assert memo.store(k, out, {"trained": first, "diagnose": first}, seconds=12.5, paths=OLD)

@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 
 from meta_agent.domains.base import EvalResult
 from meta_agent.domains.math import MathDomain
-from meta_agent.eval_memo import MEMO_DIR, ROOT, evaluate_memoized, policy_digest, reuse_note
+from meta_agent.eval_memo import MEMO_DIR, ROOT, evaluate_memoized, policy_digest, reuse_note, trim
 from meta_agent.execution.jobs import JobEnv, RunJob
 from sandboxes import Sandbox
 
@@ -174,7 +174,50 @@ def test_a_run_job_reuses_the_run_s_memo(
     assert written["reused_from"] == str(tiny_policy) and written["policy"] == str(adapters["unchanged"])
     assert (tmp_path / "run" / MEMO_DIR).is_dir()
     reused = EvalResult.model_validate(written)
-    assert reuse_note(reused, tmp_path / "run" / MEMO_DIR) == (
+    assert reuse_note(reused, tmp_path / "run") == (
         f"; its trained weights equal {tiny_policy}'s, whose sealed answers were reused")
     control = EvalResult.model_validate_json((tmp_path / "control.json").read_text())
-    assert control.reused_from is None and reuse_note(control, tmp_path / "run" / MEMO_DIR) == ""
+    assert control.reused_from is None and reuse_note(control, tmp_path / "run") == ""
+
+
+def test_a_verdict_names_the_reused_checkpoint_by_its_run() -> None:
+    """With the store shared by every run, the answers can be an earlier run's: the verdict names that run
+    instead of an absolute path, and a checkpoint of its own run by its place in the run."""
+    runs = Path("/home/u/project/runs")
+
+    def note(source: Path) -> str:
+        result = EvalResult.model_validate({"domain": "math", "split": "selection", "policy": "p", "results": [],
+                                            "score": {"mean": 0, "low": 0, "high": 0, "n": 0}, "wall_time": 0,
+                                            "reused_from": str(source)})
+        return reuse_note(result, runs / "r2")
+
+    assert note(runs / "r2/gen-000/main/checkpoint") == (
+        "; its trained weights equal gen-000/main/checkpoint's, whose sealed answers were reused")
+    assert note(runs / "r1/gen-001/main/checkpoint") == (
+        "; its trained weights equal run r1/gen-001/main/checkpoint's, whose sealed answers were reused")
+    assert note(Path("/models/base")) == "; its trained weights equal /models/base's, whose sealed answers were reused"
+
+
+def test_the_memo_drops_the_least_recently_used_answers_past_its_cap(tmp_path: Path) -> None:
+    """The shared store outlives every run: past its cap the answers used longest ago go, with their locks,
+    while a key being decoded now (its lock held) is kept."""
+    import fcntl
+    import os
+
+    memo = tmp_path / "memo"
+    memo.mkdir()
+
+    def answers(key: str, when: int) -> None:
+        (memo / f"{key}.json").write_bytes(b"x" * (400 << 10))
+        (memo / f"{key}.lock").touch()
+        os.utime(memo / f"{key}.json", (when, when))
+
+    for i, key in enumerate(("held", "old", "recent")):
+        answers(key, 1000 + i)
+    with (memo / "held.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        trim(memo, keep_mb=1)
+    assert sorted(p.name for p in memo.iterdir()) == ["held.json", "held.lock", "recent.json", "recent.lock"]
+    answers("newest", 2000)
+    trim(memo, keep_mb=1)  # nobody holds it now
+    assert sorted(p.name for p in memo.iterdir()) == ["newest.json", "newest.lock", "recent.json", "recent.lock"]
