@@ -72,6 +72,9 @@ class WarmStartSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     steps: int = Field(0, ge=0, le=10_000, description="optimizer steps of supervised fine-tuning; 0 = off")
+    passes: float | None = Field(None, gt=0, le=1000, description="at most this many passes over the examples: "
+                                 "`steps` is cut to fit where fewer demonstrations were made than it assumes "
+                                 "(None: `steps` alone decides)")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
     batch_size: int = Field(4, ge=1, le=256, description="examples per step: a demonstration each, its "
                             "assistant turns in the loss (harness/warm_start.py); rl.micro_batch_size caps how "

@@ -13,6 +13,7 @@ template. What it did goes to `warm_start.json` beside the checkpoint.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,7 @@ def warm_start(
     report: dict[str, Any] = {"demonstrations": len(conversations), "examples": len(examples),
                               "turns": sum(e.pop("turns") for e in examples), "steps": 0, "loss": []}
     if examples:
+        report["planned_steps"] = planned_steps(cfg, len(examples))
         trainer = _trainer(model, tokenizer, peft_config, cfg, examples, seed, scratch)
         trainer.train()
         report["steps"] = trainer.state.global_step
@@ -104,6 +106,15 @@ def warm_start(
     return model, peft_config
 
 
+def planned_steps(cfg: HarnessConfig, examples: int) -> int:
+    """`warm_start.steps`, cut to `warm_start.passes` passes over `examples` where that is set: a skill sized
+    for 48 demonstrations (96 steps, two passes) makes two passes, not four, over a task set that yields 24."""
+    ws = cfg.warm_start
+    if ws.passes is None or examples == 0:
+        return ws.steps
+    return max(1, min(ws.steps, math.ceil(ws.passes * examples / ws.batch_size)))
+
+
 def _trainer(model: Any, tokenizer: Any, peft_config: Any, cfg: HarnessConfig, examples: list[dict[str, Any]],
              seed: int, scratch: str) -> Any:
     from trl import SFTTrainer
@@ -111,11 +122,12 @@ def _trainer(model: Any, tokenizer: Any, peft_config: Any, cfg: HarnessConfig, e
     from harness.lm_head import score_completion_rows_only
 
     score_completion_rows_only()  # the loss reads the replies only: 0.57-0.84x the time on 2 CPU cores
-    return SFTTrainer(model=model, args=sft_args(cfg, seed, scratch), train_dataset=Dataset.from_list(examples),
+    return SFTTrainer(model=model, args=sft_args(cfg, seed, scratch, len(examples)),
+                      train_dataset=Dataset.from_list(examples),
                       processing_class=tokenizer, peft_config=peft_config)
 
 
-def sft_args(cfg: HarnessConfig, seed: int, scratch: str) -> Any:
+def sft_args(cfg: HarnessConfig, seed: int, scratch: str, examples: int = 0) -> Any:
     """TRL's SFTConfig for the warm start. A step's `batch_size` examples go through forward and backward at
     most `rl.micro_batch_size` at a time (gradient accumulation: the same step, less memory): four SWE turn
     examples of up to 1536 tokens in one pass took SmolLM2's warm start to 15 GB resident, over the 12 GB cap."""
@@ -127,7 +139,7 @@ def sft_args(cfg: HarnessConfig, seed: int, scratch: str) -> Any:
     per_pass, passes = split_batch(ws.batch_size, cfg.rl.micro_batch_size)
     return SFTConfig(
         output_dir=f"{scratch}/warm-start",
-        max_steps=ws.steps,
+        max_steps=planned_steps(cfg, examples),
         per_device_train_batch_size=per_pass,
         gradient_accumulation_steps=passes,
         learning_rate=ws.learning_rate,

@@ -52,6 +52,21 @@ def test_the_warm_starts_steps_are_split_the_same_way(batch: int, cap: int | Non
     assert args.max_steps == 3
 
 
+@pytest.mark.parametrize(("steps", "passes", "examples", "want"),
+                         [(96, 2.0, 48, 96), (96, 2.0, 28, 56), (96, None, 28, 96), (96, 2.0, 200, 96),
+                          (96, 0.01, 3, 1), (96, 2.0, 0, 96)])
+def test_the_warm_start_makes_at_most_its_passes_over_fewer_demonstrations(
+        steps: int, passes: float | None, examples: int, want: int) -> None:
+    """A skill sized for 48 demonstrations (96 steps: two passes) makes two passes over the 28 a smaller task
+    set yields, not 3.4: the extra passes memorise and cost minutes."""
+    from harness.config import HarnessConfig, WarmStartSettings
+    from harness.warm_start import planned_steps, sft_args
+
+    cfg = HarnessConfig(domain="swe", warm_start=WarmStartSettings(steps=steps, batch_size=1, passes=passes))
+    assert planned_steps(cfg, examples) == want
+    assert sft_args(cfg, seed=0, scratch="unused", examples=examples).max_steps == want
+
+
 def test_micro_batches_make_the_update_the_whole_batch_makes(
     math_harness: git.Repo, tiny_policy: Path, sandbox: Sandbox, small_math: MathDomain, tmp_path: Path
 ) -> None:

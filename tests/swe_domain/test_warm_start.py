@@ -30,10 +30,10 @@ def harness_work(harness_modules: Path) -> Path:
     return harness_modules
 
 
-def _with_warm_start(work: Path, steps: int) -> None:
+def _with_warm_start(work: Path, steps: int, **more: float) -> None:
     path = work / "harness.yaml"
     cfg = yaml.safe_load(path.read_text())
-    cfg["warm_start"] = {"steps": steps, "batch_size": 2, "max_demos": 3}
+    cfg["warm_start"] = {"steps": steps, "batch_size": 2, "max_demos": 3, **more}
     cfg["domain_settings"].update({"max_turns": 6, "turn_tokens": 128})
     path.write_text(yaml.safe_dump(cfg))
 
@@ -165,7 +165,8 @@ def test_a_template_that_rewrites_earlier_turns_trains_turn_by_turn(tiny_policy:
 def test_training_starts_grpo_from_the_warm_started_policy(harness_work: Path, train_tasks: Path,
                                                            tiny_policy: Path, tmp_path: Path) -> None:
     # its own process, as meta-agent runs it: training patches TRL's log-prob head for the whole process
-    _with_warm_start(harness_work, steps=3)
+    # 10 steps asked, but at most 2 passes over the 3 demonstrations made, 2 a step: 3 steps
+    _with_warm_start(harness_work, steps=10, passes=2)
     out = tmp_path / "out"
     subprocess.run([sys.executable, "-m", "harness", "train", "--policy", str(tiny_policy), "--steps", "1",
                     "--out", str(out), "--tasks", str(train_tasks)], cwd=harness_work, check=True, timeout=900,
@@ -173,7 +174,7 @@ def test_training_starts_grpo_from_the_warm_started_policy(harness_work: Path, t
 
     report = json.loads((out / "warm_start.json").read_text())
     assert report["demonstrations"] == 3 == report["examples"] and report["turns"] >= 3 * 3
-    assert report["steps"] == 3 and len(report["loss"]) == 3
+    assert report["steps"] == 3 == report["planned_steps"] and len(report["loss"]) == 3
     # GRPO ran on top (one step) and saved the adapter both phases trained
     assert sum(1 for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()) == 1
     assert any(out.glob("**/adapter_model.safetensors"))
