@@ -150,7 +150,7 @@ def trim(memo_dir: Path, keep_mb: int = MEMO_MB) -> None:
     """Drop the least recently used answers past `keep_mb`, each with its lock when no process holds it (a
     lock held means its key is being decoded or read now)."""
     try:
-        answers = sorted((p.stat().st_mtime, p.stat().st_size, p) for p in memo_dir.glob("*.json"))
+        answers = sorted((st.st_mtime, st.st_size, p) for p in memo_dir.glob("*.json") for st in [p.stat()])
     except OSError:
         return  # another process trimmed a file away mid-listing: the next store trims
     total = sum(size for _, size, _ in answers)

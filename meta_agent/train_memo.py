@@ -105,9 +105,9 @@ def machine_identity() -> list[str]:
     set (which kernels torch picks) and the NVIDIA GPUs' models. A store copied to, or a cache dir shared
     with, another kind of machine is then not reused there. Read from /proc, not torch: the driver keys a
     training before it imports torch."""
-    cpu = _read("/proc/cpuinfo")
-    model = next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("model name")), "")
-    flags = next((line.split(":", 1)[1].split() for line in cpu.splitlines() if line.startswith("flags")), [])
+    cpu = _read("/proc/cpuinfo").splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpu if line.startswith("model name")), "")
+    flags = next((line.split(":", 1)[1].split() for line in cpu if line.startswith("flags")), [])
     gpus = sorted(line.split(":", 1)[1].strip() for info in Path("/proc/driver/nvidia/gpus").glob("*/information")
                   for line in _read(str(info)).splitlines() if line.startswith("Model:"))
     return [platform.machine(), model, hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:16], *gpus]

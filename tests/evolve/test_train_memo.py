@@ -112,7 +112,7 @@ def _out(tmp_path: Path, commit: str) -> Path:
 
 
 def test_a_stored_training_comes_back_under_the_new_commit_and_keys_follow_every_input(
-        tmp_path: Path, two_commits: tuple[git.Repo, str, str, str]) -> None:
+        tmp_path: Path, two_commits: tuple[git.Repo, str, str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     repo, first, again, other = two_commits
     memo = TrainMemo(tmp_path / "memo", {"domain": "math", "settings": {"lr": 1}})
     inputs = _inputs(tmp_path)
@@ -144,14 +144,11 @@ def test_a_stored_training_comes_back_under_the_new_commit_and_keys_follow_every
     (inputs["tasks_file"]).write_text('{"id": "t2"}\n')
     assert key() != k, "other training tasks are another training"
     (inputs["tasks_file"]).write_text('{"id": "t1"}\n')
-    train_memo.code_digest.cache_clear()
-    real = train_memo.machine_identity
-    try:  # another kind of machine rounds floats its own way: a store it shares is not reused there
-        train_memo.machine_identity = lambda: ["x86_64", "Another CPU", "0" * 16]  # type: ignore[assignment]
-        assert key() != k
-    finally:
-        train_memo.machine_identity = real  # type: ignore[assignment]
+    with monkeypatch.context() as m:  # another kind of machine rounds floats its own way: no reuse there
+        m.setattr(train_memo, "machine_identity", lambda: ["x86_64", "Another CPU", "0" * 16])
         train_memo.code_digest.cache_clear()
+        assert key() != k
+    train_memo.code_digest.cache_clear()
     assert key() == k
 
     out = _out(tmp_path, first)

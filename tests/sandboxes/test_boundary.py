@@ -119,7 +119,6 @@ def test_the_sealed_secret_is_hidden_even_inside_a_mount(
     assert "size 0" in r.stdout or "size absent" in r.stdout
 
 
-
 def test_the_runs_shared_store_is_hidden_even_inside_a_mount(
     backend: Sandbox, area: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,6 +142,7 @@ def test_the_runs_shared_store_is_hidden_even_inside_a_mount(
     """, mounts=[Mount(area / "shared")])
     assert r.returncode == 0, r.stderr
     assert "entries []" in r.stdout or "entries absent" in r.stdout, r.stdout
+
 
 FAKE_HARNESS = '''
 import json, os, sys
