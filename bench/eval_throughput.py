@@ -6,8 +6,9 @@ of 16 (`meta_agent.inference.chat_generate`, kept for this comparison); the new 
 similar length instead of padded to the batch's longest, rows leaving the batch as their answers end.
 This runs, side by side in one process on the same prompts and the same model:
 
-  plain/16     the old path: `generate`, 16 prompts a batch (the evaluator's old default on a CPU)
-  packed/B     the new path, B prompts a batch
+  plain/16     the old path: `generate`, 16 prompts a batch (the evaluator's old default on a CPU), `F.linear`
+  packed/B     the new path, B prompts a batch, linear layers weight-first at decode (meta_agent/decode_linear.py)
+  packed-F.linear/64  the packed path with torch's own `F.linear` (the evaluator before decode_linear)
   packed-bf16  (--bf16) the new path on a bf16 copy of the weights, the default batch: not what the
                evaluator does (its answers differ), printed to show what precision would buy
 
@@ -34,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from meta_agent import decode_linear  # noqa: E402
 from meta_agent.domains.math import EVAL_SYSTEM, MathDomain, MathSettings, answers_match, extract_answer  # noqa: E402
 from meta_agent.inference import chat_generate, greedy_chat  # noqa: E402
 from meta_agent.policy import load_for_inference, smollm2_policy, tiny_policy  # noqa: E402
@@ -62,6 +64,7 @@ def main() -> None:
     tasks = MathDomain(MathSettings(train_size=max(args.prompts, 1))).tasks("train")[: args.prompts]
     convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
     arms = [("plain", OLD_BATCH)] + [("packed", b) for b in args.batches]
+    arms.append(("packed-F.linear", MathSettings().eval_batch_size))
     half = None
     if args.bf16:
         import copy
@@ -78,6 +81,7 @@ def main() -> None:
     answers: dict[tuple[str, int], list[str]] = {}
     for rep in range(args.repeats):
         for path, batch in arms:
+            (decode_linear.uninstall if path in ("plain", "packed-F.linear") else decode_linear.install)(model)
             start = time.perf_counter()
             if path == "plain":
                 out = [t[0] for t in chat_generate(model, tok, convs, max_new_tokens=MAX_NEW_TOKENS, batch_size=batch)]

@@ -180,4 +180,8 @@ def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
     model.eval()
     if torch.cuda.is_available():  # the sealed evaluator on the driver's (or the backtest worker's) GPU
         model.to("cuda")  # type: ignore[arg-type]  # transformers types `to` through a wrapper mypy misreads
+    else:
+        from meta_agent import decode_linear
+
+        decode_linear.install(model)  # a decode step's few rows multiplied weight-first (decode_linear.py)
     return model, tok

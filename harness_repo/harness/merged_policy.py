@@ -5,8 +5,9 @@ master weights and runs under autocast, which casts every weight to bf16 again a
 (autocast caches casts only for weights that need gradients, and frozen LoRA bases do not), and with LoRA
 every linear layer runs three matmuls plus PEFT's Python around them. Decoding token by token pays both
 costs once per token. The merged copy pays neither: one plain matmul per layer in bf16. On a 2-core
-AMX CPU, SmolLM2-135M with LoRA r16 samples 8 x 48 tokens in about a third of the time. On a CPU its
-linear weights are also stored transposed (`_decode_layout`), which a few rows at a time multiply faster.
+AMX CPU, SmolLM2-135M with LoRA r16 samples 8 x 48 tokens in about a third of the time. On a CPU in fp32
+its linear layers multiply a decode step's few rows weight-first (harness/decode_linear.py), at the rate
+memory allows.
 
 What changes: the sampler's numerics. The learner (TRL's log-prob forward) still runs the fp32 master
 weights under autocast; the sampler runs bf16 weights with a bf16 residual stream. This is the same kind
@@ -21,6 +22,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from harness import decode_linear
 
 _PEFT_PREFIX = "base_model.model."
 
@@ -39,21 +42,6 @@ def _contiguous_input(module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ..
     return (args[0].contiguous(), *args[1:]) if args and isinstance(args[0], torch.Tensor) else args
 
 
-def _decode_layout(model: nn.Module) -> None:
-    """Store each linear weight as the transpose of a contiguous (in, out) matrix, tied weights staying tied.
-    Decoding multiplies a few rows by every weight once per token, and on a 2-core Xeon that product ran
-    1.3-2.7x faster from this layout (SmolLM2 at 8 rows: 99 -> 87 ms a token, the same greedy tokens). The
-    same values; `sync` copies into the strided weights as before. CPU only: a GPU's library reads both."""
-    moved: dict[int, nn.Parameter] = {}
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and id(module.weight) not in moved and module.weight.is_contiguous():
-            moved[id(module.weight)] = nn.Parameter(module.weight.detach().t().contiguous().t(), requires_grad=False)
-    for module in model.modules():
-        for name, param in list(module._parameters.items()):
-            if param is not None and id(param) in moved:
-                module._parameters[name] = moved[id(param)]
-
-
 class MergedPolicy:
     """Holds the merged copy; `sync()` refreshes it from the trained model, `model` is what generates."""
 
@@ -69,8 +57,7 @@ class MergedPolicy:
             module.__dict__.pop("_original_forward", None)
         merged = source.merge_and_unload() if hasattr(source, "merge_and_unload") else source
         self.model: nn.Module = merged.to(dtype).eval().requires_grad_(False)
-        if all(p.device.type == "cpu" for p in self.model.parameters()):
-            _decode_layout(self.model)
+        decode_linear.install(self.model)
         head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
         if head is not None:
             head.register_forward_pre_hook(_contiguous_input)

@@ -38,9 +38,11 @@ def _convs(n: int) -> list[list[dict[str, str]]]:
 
 def test_rows_that_stop_early_leave_the_batch_without_changing_any_answer(tiny_policy: Path) -> None:
     """A user's complaint this answers: "the faster evaluator scored my checkpoint differently". The plain
-    path (`model.generate`, padded batches of 16) and the packed one (batches of 16 and of 64, prompts of
+    path (`model.generate`, padded batches of 16, torch's `F.linear`) and the packed one (decode steps'
+    products weight-first, meta_agent/decode_linear.py; batches of 16 and of 64, prompts of
     different lengths, rows leaving as they end) give the same text for every prompt. A second end token
     the random policy often says makes rows end at many different steps, so rows do leave mid-batch."""
+    from meta_agent import decode_linear
     from meta_agent.inference import chat_generate, greedy_chat
 
     model, tok = _speaking_policy(tiny_policy)
@@ -52,7 +54,9 @@ def test_rows_that_stop_early_leave_the_batch_without_changing_any_answer(tiny_p
     assert common, "the redrawn policy says nothing in common across prompts"
     model.generation_config.eos_token_id = [tok.eos_token_id, common[0]]
 
+    decode_linear.uninstall(model)  # the old evaluator: `generate` with torch's own products
     plain = [texts[0] for texts in chat_generate(model, tok, convs, max_new_tokens=new, batch_size=16)]
+    decode_linear.install(model)  # what `load_for_inference` gives the evaluator on a CPU
     lengths = {len(tok(t, add_special_tokens=False)["input_ids"]) for t in plain}
     assert len(lengths) >= 4 and max(lengths) >= new - 1, "rows should end at many different steps"
     assert len(set(plain)) > len(convs) // 2

@@ -1,0 +1,105 @@
+"""Decode steps multiply their few rows weight-first (meta_agent/decode_linear.py, and the harness's own copy
+for its sampler): the same numbers up to float rounding, the same greedy tokens, and nothing else changed:
+many rows, a learner's gradients, bf16 weights and the weights themselves go as before."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness_repo"))
+
+from harness import decode_linear as harness_copy
+from meta_agent import decode_linear as evaluator_copy
+
+COPIES = [pytest.param(evaluator_copy, id="evaluator"), pytest.param(harness_copy, id="harness")]
+
+
+def _tiny_llama(seed: int = 0) -> nn.Module:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=301, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():  # larger weights than the initialiser's, so greedy tokens depend on the prompt
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0, 0.2)
+    return model
+
+
+@pytest.mark.parametrize("copy", COPIES)
+@pytest.mark.parametrize("rows", [1, 2, 4, 8, 64])
+def test_few_rows_give_the_products_of_f_linear(copy: ModuleType, rows: int) -> None:
+    layer = nn.Linear(96, 200, bias=True)
+    x = torch.randn(rows, 1, 96)
+    want = layer(x)
+    assert copy.install(layer) == 1
+    with torch.no_grad():
+        got = layer(x)
+    assert got.shape == want.shape and got.is_contiguous()
+    assert torch.allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("copy", COPIES)
+def test_many_rows_bf16_and_a_learner_keep_torchs_own_product(copy: ModuleType) -> None:
+    layer = nn.Linear(32, 48)
+    copy.install(layer)
+    many = torch.randn(copy.SKINNY_ROWS + 1, 32)
+    with torch.no_grad():
+        assert torch.equal(layer(many), nn.functional.linear(many, layer.weight, layer.bias))
+    few = torch.randn(3, 32)
+    loss = layer(few).square().sum()  # grad enabled, weight trainable: the learner's path
+    loss.backward()
+    assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
+    half = nn.Linear(32, 48).to(torch.bfloat16)
+    copy.install(half)
+    with torch.no_grad():
+        x = few.to(torch.bfloat16)
+        assert torch.equal(half(x), nn.functional.linear(x, half.weight, half.bias))
+
+
+@pytest.mark.parametrize("copy", COPIES)
+def test_greedy_tokens_differ_only_at_a_near_tie_and_weights_and_uninstall_are_untouched(copy: ModuleType) -> None:
+    """The two forms sum in another order, so a greedy token may flip only where its two best words are within
+    float rounding of each other; before that every step's logits agree to rounding."""
+    model = _tiny_llama()
+    ids = torch.randint(3, 300, (4, 12), generator=torch.Generator().manual_seed(1))
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def greedy() -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=24,
+                                 do_sample=False, pad_token_id=0, output_logits=True, return_dict_in_generate=True)
+        return out.sequences[:, 12:], torch.stack(out.logits, 1)
+
+    plain, plain_logits = greedy()
+    linears = sum(type(m) is nn.Linear for m in model.modules())
+    assert copy.install(model) == linears
+    fast, fast_logits = greedy()
+    assert len(set(map(tuple, plain.tolist()))) > 1, "prompts should get different answers"
+    for row in range(len(ids)):
+        differ = (plain[row] != fast[row]).nonzero()
+        upto = int(differ[0]) if len(differ) else plain.shape[1]
+        assert torch.allclose(fast_logits[row, : upto + 1 if len(differ) else upto],
+                              plain_logits[row, : upto + 1 if len(differ) else upto], atol=1e-4)
+        if len(differ):
+            top2 = plain_logits[row, upto].topk(2).values
+            assert float(top2[0] - top2[1]) < 1e-4, f"row {row} flipped at step {upto} without a near-tie"
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+    copy.uninstall(model)
+    assert not any("forward" in m.__dict__ for m in model.modules())
+    assert torch.equal(greedy()[0], plain)
+
+
+def test_the_sealed_evaluator_loads_a_policy_with_it(tiny_policy: Path) -> None:
+    from meta_agent.policy import load_for_inference
+
+    model, _ = load_for_inference(tiny_policy)
+    assert any(type(m) is nn.Linear and "forward" in m.__dict__ for m in model.modules())
