@@ -35,7 +35,7 @@ from meta_agent.swe.mutant_log import BaseRun, MutantLog, MutantRecord, Status, 
 from meta_agent.swe.mutate import Mutation, find_mutations, is_effective, order_mutations
 from meta_agent.swe.project import BUG_BRANCH_PREFIX
 from meta_agent.swe.slots import Slots
-from meta_agent.swe.sources import Source, prepare_repo
+from meta_agent.swe.sources import Source, fetch_sources, prepare_repo
 from meta_agent.swe.statement import changed_lines, quotes_patch, write_problem_statement
 from meta_agent.swe.testrun import GradingError, TestReport, run_tests, test_file_of
 from meta_agent.swe.verdict import evaluate_patch
@@ -394,6 +394,7 @@ def build_tasks(
             raise SweTaskError(f"--deps {e}") from None
     backend = sealed_backend(sandbox) if isinstance(sandbox, str) else sandbox
     console = console or Console(stderr=True)
+    fetch_sources(sources, backend)
     builders = [ProjectBuilder(source, backend, max_instances=max_per_project, seed=seed, workers=workers,
                                deps=list(deps or []), pytest_args=list(pytest_args or []), console=console,
                                progress=progress) for source in sources]

@@ -35,7 +35,7 @@ from meta_agent.swe.defaults import DEFAULT_TASKSET
 from meta_agent.swe.errors import SweTaskError
 from meta_agent.swe.instance import SPLITS, SweInstance, read_instances
 from meta_agent.swe.project import BUG_BRANCH_PREFIX
-from meta_agent.swe.sources import prepare_repo
+from meta_agent.swe.sources import fetch_sources, prepare_repo
 from meta_agent.swe.taskset import (
     DEFAULT_PROJECTS,
     Manifest,
@@ -128,6 +128,8 @@ def restore_repos(instances: list[SweInstance], sandbox: Sandbox | str = "auto")
     for name, group in sorted(by_repo.items()):
         if name not in pins:
             raise SweTaskError(f"{group[0].instance_id}: {name} is not one of the default set's pinned projects")
+    fetch_sources([pins[name].source() for name in sorted(by_repo)], backend)
+    for name, group in sorted(by_repo.items()):
         repo, _, _ = prepare_repo(pins[name].source(), backend)
         base = repo.base_commit
         for inst in group:

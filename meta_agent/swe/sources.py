@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -30,6 +31,21 @@ def parse_sources(from_pypi: list[str], from_git: list[str]) -> list[Source]:
     if not sources:
         raise SweTaskError("nothing to build: pass --from-pypi NAME==VERSION or --from-git PATH (or --default)")
     return sources
+
+
+def fetch_sources(sources: list[Source], sandbox: Sandbox, *, workers: int = 3) -> None:
+    """Download the sdists of the PyPI sources side by side into the sdist cache (a cached one is only checked).
+
+    Each download is a pip process in its own sandbox session that mostly waits on the registry and on
+    pip's start-up, so a few at once take about the time of one; `prepare_repo` then finds them cached.
+    The first failure is raised, as `prepare_repo` would raise it."""
+    pins = [(*parse_requirement(s.spec), s.sha256) for s in sources if s.kind == "pypi"]
+    if not pins:
+        return
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pins)))) as pool:
+        downloads = [pool.submit(fetch_sdist, name, version, sha256, sandbox=sandbox) for name, version, sha256 in pins]
+        for download in downloads:
+            download.result()
 
 
 def prepare_repo(source: Source, sandbox: Sandbox) -> tuple[ProjectRepo, str, str]:
