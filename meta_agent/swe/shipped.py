@@ -3,7 +3,8 @@
 Building the default set runs every candidate mutant's test suite: about 30 minutes on 2 cores, most of a
 first `make demo`. The build is pinned (projects, versions, seed, shares: `meta_agent.swe.taskset`), so every
 machine makes the same bytes (`Manifest.digest`); meta-agent therefore ships those bytes and installs them
-into the cache (13 s on 2 cores with the sdists cached, about 2 min with their download).
+into the cache (30 s on 2 cores with the six sdists to download side by side, where one after another, each
+with its build backend built from source, took about 2 min).
 `meta-agent tasks build --default --from-source` still builds them, and a build that differs from the
 shipped files shows a different digest in `tasks list`.
 

@@ -164,6 +164,10 @@ def build_default(
     from meta_agent.swe.shipped import install_shipped, shipped_manifest
 
     if not from_source and shipped_manifest() is not None:
+        if progress:
+            (console or Console(stderr=True)).print(
+                "installing the default task set shipped with meta-agent (once; its projects' sdists are "
+                "downloaded and each bug commit made: about 30 s)")
         return install_shipped(sandbox=sandbox)
     instances = build_tasks([p.source() for p in DEFAULT_PROJECTS], sandbox=sandbox,
                             max_per_project=DEFAULT_MAX_PER_PROJECT, seed=DEFAULT_SEED, workers=workers,
