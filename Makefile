@@ -10,8 +10,9 @@ BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
-# Packages go in with uv (pip-compatible, pip-installed into the venv first): the core working set in ~20 s
-# on 2 cores where pip took 2.4 min. uv does not read pip's config files; it is given pip's local wheel
+# Packages go in with uv (pip-compatible, pip-installed into the venv first): the core working set in 69 s
+# on 2 cores where pip took 2.4 min. --compile-bytecode, as pip does: sandboxes mount the venv read-only and
+# write no bytecode, so without it every sandboxed process compiled TRL and transformers anew (7 s -> ~30 s). uv does not read pip's config files; it is given pip's local wheel
 # folders, index and extra indexes from the environment (PIP_FIND_LINKS, PIP_INDEX_URL,
 # PIP_EXTRA_INDEX_URL). `make setup INSTALLER=pip` installs with pip itself (e.g. an index set in pip.conf).
 INSTALLER ?= uv
@@ -20,7 +21,7 @@ ifeq ($(INSTALLER),pip)
 INSTALL := $(BIN)/pip install -q
 GET_INSTALLER := true
 else
-INSTALL := $(BIN)/uv pip install -q --python $(BIN)/python $(foreach l,$(PIP_FIND_LINKS),--find-links $(l)) \
+INSTALL := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python $(foreach l,$(PIP_FIND_LINKS),--find-links $(l)) \
 	$(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL)) $(foreach u,$(PIP_EXTRA_INDEX_URL),--extra-index-url $(u))
 GET_INSTALLER := $(BIN)/pip install -q uv==$(UV_VERSION)
 endif
