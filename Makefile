@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # Packages go in with uv (pip-compatible, pip-installed into the venv first): the core working set in 69 s
 # on 2 cores where pip took 2.4 min. --compile-bytecode, as pip does: sandboxes mount the venv read-only and
 # write no bytecode, so without it every sandboxed process compiled TRL and transformers anew (importing
-# GRPOTrainer: 34 s vs 24 s, side by side on a busy machine). uv does not read pip's config files; it is
+# GRPOTrainer: 34 s vs 24 s, one after the other on a busy machine). uv does not read pip's config files; it is
 # given pip's local wheel folders, index and extra indexes from the environment (PIP_FIND_LINKS, PIP_INDEX_URL,
 # PIP_EXTRA_INDEX_URL). `make setup INSTALLER=pip` installs with pip itself (e.g. an index set in pip.conf).
 INSTALLER ?= uv
