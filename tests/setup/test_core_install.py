@@ -9,20 +9,16 @@ pytest": pytest was in the `dev` extra, and every earlier demo had run in a chec
 from __future__ import annotations
 
 import ast
-import re
 import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "harness_repo"
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _core_closure() -> set[str]:
@@ -31,7 +27,7 @@ def _core_closure() -> set[str]:
     todo = [Requirement(r).name for r in project["dependencies"]]
     seen: set[str] = set()
     while todo:
-        name = _norm(todo.pop())
+        name = canonicalize_name(todo.pop())
         if name in seen:
             continue
         seen.add(name)
@@ -65,7 +61,7 @@ def test_what_the_harness_template_imports_comes_with_the_core_install() -> None
     providers = metadata.packages_distributions()
     core = _core_closure()
     missing = [f"{module} ({', '.join(providers.get(module, ['not installed']))})" for module in third_party
-               if not any(_norm(d) in core for d in providers.get(module, []))]
+               if not any(canonicalize_name(d) in core for d in providers.get(module, []))]
     assert not missing, f"the harness imports these, which only an extra of meta-agent installs: {missing}"
 
 
