@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from meta_agent.thread_share import follow_share
+
 PREFILL_TOKENS = 1024
 """Padded tokens encoded in one forward pass of the prefill: large enough that the matmuls run at the
 machine's rate, small enough that a group's padding stays small."""
@@ -178,6 +180,7 @@ def packed_greedy(model: Any, tokenizer: Any, conversations: Sequence[list[dict[
     ends = _end_tokens(model, tokenizer)
     answers: list[list[int]] = [[] for _ in prompts]
     for start in range(0, len(prompts), max(1, batch_size)):
+        follow_share()  # a partner job that ended may have left this one its cores
         block = list(range(start, min(start + max(1, batch_size), len(prompts))))
         with torch.inference_mode():
             kv, first = _prefill(model, [prompts[i] for i in block], pad_id)

@@ -32,6 +32,7 @@ from meta_agent.contract import (
     read_jsonl,
 )
 from meta_agent.errors import UserError
+from meta_agent.thread_share import THREADS_FILE_ENV, share_file
 from meta_agent.untrusted_files import audit_tree, read_bytes, scrub_tree
 from sandboxes import Limits, Mount, RunResult, Sandbox, Session
 
@@ -174,6 +175,10 @@ class HarnessRunner:
         service_dirs, self.service_env = self._services.enter_context(hook()) if hook else ([], {})
         mounts = [Mount(p.resolve()) for p in [*readable, *service_dirs]]
         mounts += [Mount(p.resolve(), read_only=False) for p in writable]
+        share = share_file()  # a worker's share of the cores, which `harness train` may follow (thread_share.py)
+        if share is not None and share.parent.is_dir():
+            mounts.append(Mount(share.parent.resolve()))
+            self.service_env = {**self.service_env, THREADS_FILE_ENV: str(share.resolve())}
         self.writable = [p.resolve() for p in writable]
         self.workdir = workdir.resolve()
         self.commit = commit

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from meta_agent.greedy_decode import left_padded
+from meta_agent.thread_share import follow_share
 
 
 @functools.cache
@@ -118,6 +119,8 @@ class MultiTurnGreedy:
 
     def __call__(self, convs: Sequence[list[dict[str, str]]], max_new: int) -> list[str]:
         import torch
+
+        follow_share()  # a partner job that ended may have left this one its cores
 
         texts = [self.tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs]
         ids: list[list[int]] = [self.tok(t, add_special_tokens=False)["input_ids"] for t in texts]

@@ -21,6 +21,7 @@ from harness.domain import load_domain
 from harness.io import JsonlAppender, harness_commit, read_tasks, write_json
 from harness.policy import load_policy as load
 from harness.policy import save_checkpoint, training_dtype
+from harness.threads import FollowShare
 from harness.trainer import HarnessGRPOTrainer, HarnessScorer, MetricsCallback
 from harness.warm_start import warm_start
 
@@ -122,7 +123,7 @@ def train(
             rollouts_out=rollouts,
             merged_dtype=training_dtype(cfg.rl.precision) if cfg.rl.generation == "merged" else None,
             shared_prefix=cfg.rl.shared_prefix,
-            callbacks=[MetricsCallback(metrics, trainer_ref, progress)],
+            callbacks=[MetricsCallback(metrics, trainer_ref, progress), FollowShare()],
             **extra,
         )
         trainer_ref.append(trainer)

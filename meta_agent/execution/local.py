@@ -8,7 +8,8 @@ user's `kill`) loses only its own job: the slot starts a new worker and the job 
 
 Each job gets an equal share of the machine's cores for torch (OMP/MKL threads, which the sandbox
 passes on to `harness train`), so that side-by-side trainings do not fight over every core, and on
-a GPU host slot i trains on GPU i mod n.
+a GPU host slot i trains on GPU i mod n. When a job ends with nothing queued, the jobs still running
+share its cores: their share files are rewritten (thread_share.py), which worker and harness follow.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import BaseModel
 
 from meta_agent.execution.jobs import Job, JobEnv, job_from_json, preload
 from meta_agent.execution.settings import ExecutorSettings
+from meta_agent.thread_share import THREADS_FILE_ENV, ThreadShares
 from sandboxes.gpu import gpu_nodes
 
 READY = b"ready"
@@ -45,11 +47,14 @@ class _Slot:
     ready: bool = False
     """The worker has imported what a backtest needs (it says so once, before its first job)."""
 
+    share: str | None = None
+    """This slot's share file (meta_agent/thread_share.py)."""
+
     def start(self) -> None:
         ctx = mp.get_context("spawn")
         mine, theirs = ctx.Pipe(duplex=True)
         # daemon: a driver that stops on an error (before `close`) does not wait for its workers at exit
-        self.proc = ctx.Process(target=_serve, args=(theirs, self.device, os.getpid()),
+        self.proc = ctx.Process(target=_serve, args=(theirs, self.device, os.getpid(), self.share),
                                 name=f"meta-agent-worker-{self.index}", daemon=True)
         self.proc.start()
         theirs.close()
@@ -85,7 +90,9 @@ class LocalExecutor:
         self.settings = settings
         width = settings.parallel or 1
         gpus = gpu_count()
-        self.slots = [_Slot(i, str(i % gpus) if gpus else None) for i in range(width)] if width > 1 else []
+        self.shares = ThreadShares(width) if width > 1 else None
+        self.slots = [_Slot(i, str(i % gpus) if gpus else None, share=str(self.shares.path(i)) if self.shares else None)
+                      for i in range(width)] if width > 1 else []
         for slot in self.slots:
             slot.start()
 
@@ -121,6 +128,7 @@ class LocalExecutor:
                             slot.stop()
                             slot.start()
                         job, attempt = queue.pop(0)
+                        self._share(slot.index, threads)  # before the job: its worker reads the share as it starts
                         try:
                             assert slot.conn is not None
                             slot.conn.send_bytes(f"{attempt} {threads} {job.model_dump_json()}".encode())
@@ -131,23 +139,37 @@ class LocalExecutor:
                         slot.job, slot.attempt = job, attempt
                 busy = [s for s in self.slots if s.job]
                 wait([s.conn for s in busy if s.conn] + [s.proc.sentinel for s in busy if s.proc])
+                finished: list[tuple[Job, BaseModel]] = []
+                ended = False
                 for slot in busy:
                     done = _collect(slot)
                     if done is None:
                         continue
                     job, result = done
+                    ended = True
                     if result is not None:
-                        yield job, result
+                        finished.append((job, result))
                     elif slot.attempt <= self.settings.retries:
                         queue.insert(0, (job, slot.attempt + 1))
                     else:
                         code = slot.proc.exitcode if slot.proc else None
-                        yield job, job.lost(slot.attempt, f"worker process exited with code {code}")
+                        finished.append((job, job.lost(slot.attempt, f"worker process exited with code {code}")))
+                if ended and not queue:  # nothing will take the freed slots: the jobs still running get their cores
+                    self._spread()
+                yield from finished
         finally:
             for slot in self.slots:
                 if slot.job is not None:  # abandoned mid-job (the driver stops): that worker goes too
                     slot.stop()
                     slot.job = None
+
+    def _share(self, slot: int, threads: int) -> None:
+        if self.shares is not None:
+            self.shares.set(slot, threads)
+
+    def _spread(self) -> None:
+        if self.shares is not None:
+            self.shares.spread([s.index for s in self.slots if s.job is not None])
 
     def close(self) -> None:
         for slot in self.slots:
@@ -156,6 +178,8 @@ class LocalExecutor:
                     slot.conn.send_bytes(b"")  # the worker's signal to exit
                 slot.proc.join(timeout=10)
             slot.stop()
+        if self.shares is not None:
+            self.shares.close()
 
 
 def _collect(slot: _Slot) -> tuple[Job, BaseModel | None] | None:
@@ -184,13 +208,15 @@ def gpu_count() -> int:
     return len(gpu_nodes())
 
 
-def _serve(conn: Connection, device: str | None, parent: int) -> None:
+def _serve(conn: Connection, device: str | None, parent: int, share: str | None = None) -> None:
     """A worker process: runs the jobs it is sent, one at a time, until told to stop; gone when the
     driver is (a killed driver's resume reruns the job; an orphan must not keep writing into its
     directory meanwhile)."""
     if device is not None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         os.environ["CUDA_VISIBLE_DEVICES"] = visible.split(",")[int(device)].strip() if visible else device
+    if share is not None:
+        os.environ[THREADS_FILE_ENV] = share
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     import torch
 
