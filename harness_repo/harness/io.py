@@ -28,8 +28,44 @@ def _clean(value: Any) -> Any:
     return value
 
 
+MAX_LINE_BYTES = 1_000_000
+"""meta-agent refuses a record line over 2,000,000 bytes (its contract), and with it the whole run's output.
+A record over this bound has its longest strings cut (a SWE episode's diff once held a whole virtualenv
+the policy had made: 15.6 MB), saying so in the text; what was scored is unchanged."""
+CUT_MARK = "\n[... {n} characters cut: a record must stay under {limit} bytes]"
+
+
 def dumps(record: dict[str, Any]) -> str:
-    return json.dumps(_clean(record), ensure_ascii=False, sort_keys=True)
+    clean = _clean(record)
+    line = json.dumps(clean, ensure_ascii=False, sort_keys=True)
+    while len(line.encode("utf-8")) > MAX_LINE_BYTES:
+        where = _longest(clean)
+        if where is None:
+            break  # nothing left to cut: meta-agent's check names the record
+        holder, key = where
+        text: str = holder[key]
+        excess = len(line.encode("utf-8")) - MAX_LINE_BYTES
+        size = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))  # its bytes in the line, escapes included
+        keep = max(0, int((size - excess - 200) * len(text) / size))  # at its mean bytes a character; else again
+        holder[key] = text[:keep] + CUT_MARK.format(n=len(text) - keep, limit=MAX_LINE_BYTES)
+        line = json.dumps(clean, ensure_ascii=False, sort_keys=True)
+    return line
+
+
+def _longest(value: Any) -> tuple[Any, Any] | None:
+    """(container, key) of the longest string in a record that is worth cutting (over 1,000 characters)."""
+    best: tuple[Any, Any] | None = None
+    size = 1000
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, item in items:
+            if isinstance(item, str) and len(item) > size:
+                best, size = (node, key), len(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return best
 
 
 def read_tasks(path: Path) -> list[dict[str, Any]]:
