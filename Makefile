@@ -74,13 +74,8 @@ setup-gpu: system-deps
 default-tasks: $(CORE)
 	$(BIN)/meta-agent tasks list | grep -q "default:" || $(BIN)/meta-agent tasks build --default
 
-# Two jobs side by side (`--parallel`): on this 2-core machine two trainings on one core each finish in
-# ~0.7 of the time they take one after the other on two (bench/efficacy_lanes.py), and a job left running
-# alone takes the cores its partner had (meta_agent/thread_share.py). Each SmolLM2 training holds 4-8 GB.
-DEMO_PARALLEL ?= 2
-
 demo: demo-deps $(CORE) default-tasks
-	$(BIN)/meta-agent evolve --domain swe --parallel $(DEMO_PARALLEL)
+	$(BIN)/meta-agent evolve --domain swe
 
 lint: setup
 	$(BIN)/ruff check .
