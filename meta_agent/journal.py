@@ -75,6 +75,8 @@ class NoiseMeasured(Event):
     """The floor's least value, from the evaluation's size: one task's flip (1 / tasks)."""
     pinned: list[int] = []
     """Reruns whose rollouts were main's own, token for token: the harness ignores the seed it is given."""
+    failed: list[int] = []
+    """Reruns that failed (main's harness under another seed); none finished: the floor is held at 1.0."""
 
 
 class MainReplayed(Event):

@@ -32,7 +32,7 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.fanout import run_backtests
 from meta_agent.evolve.static_arm import static_jobs
-from meta_agent.evolve.steps import evaluate, evaluated, results, run_jobs, train_job
+from meta_agent.evolve.steps import evaluate, evaluated, run_jobs, train_job
 from meta_agent.evolve.winners import learn_from, merge_winners
 from meta_agent.execution.jobs import RunJob, RunJobResult
 from meta_agent.gitops import export_tree
@@ -52,6 +52,7 @@ from meta_agent.journal import (
     VerdictRecorded,
 )
 from meta_agent.journal_keys import CandidateId, gen_dir, gen_key
+from meta_agent.llm.text import bound
 from meta_agent.report.render import write_report
 from meta_agent.sealed import sealed_seed
 from meta_agent.skills.known import KnownRejection, known_rejections
@@ -67,6 +68,8 @@ class Generation:
         """What this generation's backtests run under (evolve/conditions.py), for the evidence they leave."""
         self.noise_floor = 0.0
         self.evidence: Path | None = None
+        self.rerun_failures: dict[str, str] = {}
+        """Noise reruns that failed (by job key): why."""
 
     @property
     def dir(self) -> Path:
@@ -170,6 +173,8 @@ class Generation:
         labels = {job.key: job.label for job in [*jobs, *reruns]}
         for job, result in run_jobs(ctx, [*jobs, *reruns]):
             assert isinstance(result, RunJobResult)
+            if job.key != self.key("main-train") and self._rerun_failed(job.key, labels[job.key], result):
+                continue
             ran[job.key] = result.trained_run(labels[job.key])
             if job.key == self.key("main-train"):
                 crashpoint("step/after-work", ctx.run_dir)
@@ -178,9 +183,20 @@ class Generation:
                     ctx.log.append(result.evaluated, key=self.key("control-eval"))
         return ran
 
+    def _rerun_failed(self, key: str, label: str, result: RunJobResult) -> bool:
+        """Whether a noise rerun failed; if so it is remembered and said, and the run goes on without it (main's
+        harness may fail under another seed: a hostile or flaky main must not stop the run, or its resume)."""
+        if result.error is None:
+            return False
+        self.rerun_failures[key] = result.error
+        self.ctx.reporter.phase(f"gen {self.g}: {label} failed, and the noise floor is measured without it: "
+                                f"{bound(result.error, 300)}")
+        return True
+
     def _noise_due(self) -> bool:
         """Whether the floor is measured this generation whatever main scores (else `_last_noise` decides)."""
-        last = max((j for j in range(self.g) if self.ctx.log.done(gen_key(j, "noise"), NoiseMeasured)), default=None)
+        last = max((j for j in range(self.g) if (m := self.ctx.log.done(gen_key(j, "noise"), NoiseMeasured))
+                    and m.deltas), default=None)
         return last is None or self.g - last >= self.ctx.cfg.noise_refresh
 
     def _rerun_job(self, i: int) -> RunJob:
@@ -191,7 +207,8 @@ class Generation:
         # The rerun's seed comes from meta-agent's secret, never from anything a harness can read or set.
         seed = sealed_seed("noise-rerun", f"{ctx.cfg.seed}/{self.g}/{i}") % 2**31
         return train_job(ctx, self.key(f"noise-{i}"), f"control-vs-control rerun {i + 1}", self.main_before,
-                         self.policy, seed, self.history, out, self.dir / f"work-noise-{i}", **inline_eval)
+                         self.policy, seed, self.history, out, self.dir / f"work-noise-{i}", tolerated=True,
+                         **inline_eval)
 
     def _noise(self, control_eval: EvalResult, ran: dict[str, Trained], control_run: TrainedRun) -> float:
         """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor, never below one
@@ -206,13 +223,22 @@ class Generation:
             return earlier
 
         def measure() -> NoiseMeasured:
-            todo = [job for i in range(ctx.cfg.noise_reruns) if (job := self._rerun_job(i)).key not in ran]
+            todo = [job for i in range(ctx.cfg.noise_reruns)
+                    if (job := self._rerun_job(i)).key not in ran and job.key not in self.rerun_failures]
             for job in todo:
                 ctx.reporter.phase(f"gen {self.g}: {job.label} (noise floor)")
-            trained = {**ran, **{k: r.trained for k, r in results(ctx, todo).items() if r.trained is not None}}
-            deltas, train_s, eval_s, pinned = [], 0.0, 0.0, []
+            trained = dict(ran)
+            labels = {job.key: job.label for job in todo}
+            for done, result in run_jobs(ctx, list(todo)):
+                assert isinstance(result, RunJobResult)
+                if not self._rerun_failed(done.key, labels[done.key], result) and result.trained is not None:
+                    trained[done.key] = result.trained
+            deltas, train_s, eval_s, pinned, failed = [], 0.0, 0.0, [], []
             for i in range(ctx.cfg.noise_reruns):
                 out = self.dir / f"noise-{i}"
+                if self.key(f"noise-{i}") in self.rerun_failures:
+                    failed.append(i)
+                    continue
                 if not (out / "eval.json").is_file():  # evaluations are sharded: after the training
                     evaluate(ctx, out / "checkpoint", out / "eval.json", limit=ctx.cfg.selection_limit,
                              label=f"the evaluation of control-vs-control rerun {i + 1}")
@@ -229,8 +255,14 @@ class Generation:
                 ctx.reporter.phase(f"gen {self.g}: control-vs-control rerun(s) {[i + 1 for i in pinned]} reproduced "
                                    "main's training rollout for rollout: main's harness ignores the seed it is given "
                                    f"(pinned); the noise floor is held at its minimum {minimum:.3f}")
-            return NoiseMeasured(noise_floor=max([*deltas, minimum]), deltas=deltas, train_seconds=train_s,
-                                 eval_seconds=eval_s, minimum=minimum, pinned=pinned)
+            floor = max([*deltas, minimum])
+            if not deltas:  # every rerun failed: nothing measured, and no performance candidate may pass on that
+                floor = 1.0
+                ctx.reporter.phase(f"gen {self.g}: no control-vs-control rerun finished, so the noise floor is "
+                                   "unmeasured and held at 1.0 this generation (no performance candidate can "
+                                   "merge); main's harness fails under another seed")
+            return NoiseMeasured(noise_floor=floor, deltas=deltas, train_seconds=train_s, eval_seconds=eval_s,
+                                 minimum=minimum, pinned=pinned, failed=failed)
 
         return ctx.step(self.key("noise"), NoiseMeasured, measure).noise_floor
 
@@ -249,7 +281,7 @@ class Generation:
         ctx = self.ctx
         for j in range(self.g - 1, -1, -1):
             measured = ctx.log.done(gen_key(j, "noise"), NoiseMeasured)
-            if measured is None:
+            if measured is None or not measured.deltas:  # not measured there (every rerun failed)
                 continue
             scored = ctx.log.done(gen_key(j, "control-eval"), Evaluated)
             moved = scored is not None and abs(score - scored.score) > measured.noise_floor

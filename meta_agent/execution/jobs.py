@@ -206,6 +206,9 @@ class RunJob(Job):
     eval_limit: int | None = None
     shard: Shard | None = None
     """(i, n): only the i-th of n consecutive slices of the split's tasks (`domains.base.shard_of`)."""
+    tolerated: bool = False
+    """Its failure comes back as its result in the driver too, as from a worker (a noise rerun: the run goes
+    on without it); otherwise a job run in the driver raises its own error."""
 
     def execute(self, env: JobEnv, attempt: int | None = 1) -> RunJobResult:
         policy, trained, evaluated = Path(self.policy), None, None

@@ -26,6 +26,7 @@ from multiprocessing.process import BaseProcess
 
 from pydantic import BaseModel
 
+from meta_agent.errors import failure_text
 from meta_agent.execution.jobs import Job, JobEnv, job_from_json, preload
 from meta_agent.execution.settings import ExecutorSettings
 from meta_agent.thread_share import THREADS_FILE_ENV, ThreadShares
@@ -113,7 +114,14 @@ class LocalExecutor:
     def run(self, jobs: Sequence[Job], env: JobEnv) -> Iterator[tuple[Job, BaseModel]]:
         if not self.slots:
             for job in jobs:
-                yield job, job.execute(env)
+                if not getattr(job, "tolerated", False):
+                    yield job, job.execute(env)
+                    continue
+                try:
+                    result = job.execute(env)
+                except Exception as e:  # as a worker returns it (Job.isolated)
+                    result = job.failed(failure_text(e))
+                yield job, result
             return
         yield from self._in_workers(jobs)
 

@@ -38,3 +38,32 @@ def test_a_harness_that_pins_its_seed_is_reported_and_cannot_set_the_floor_to_ze
     assert noise["pinned"] == [0], "the rerun reproduced main's training: reported as a pinned seed"
     assert noise["minimum"] == pytest.approx(1 / 6) and noise["noise_floor"] >= noise["minimum"]
     assert "ignores the seed it is given (pinned)" in " ".join((res.stdout + res.stderr).split())
+
+
+FAILS_UNLESS_MAIN = ("    if seed >= 100:  # main trains with the run's seed; the noise rerun's comes from the secret\n"
+                     "        raise RuntimeError('this harness only trains with small seeds')\n" + PIN)
+
+
+@pytest.mark.parametrize("executor", [[], ["--parallel", "2"]], ids=["in-driver", "workers"])
+def test_a_noise_rerun_that_fails_is_said_and_the_run_goes_on_without_a_measured_floor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: list[str]) -> None:
+    """A main harness that fails under another seed (a flaky or hostile one) used to stop the run, and its
+    resume the same way, for good. Now the rerun's failure is said, no performance candidate can pass on a
+    floor nothing measured, and the run ends with its test evaluation."""
+    for key, value in scripted_env(TEST_ROOT).items():
+        monkeypatch.setenv(key, value)
+    repo = init_harness(tmp_path / "harness", "math")
+    train = Path(repo.working_dir) / "harness" / "train.py"
+    train.write_text(train.read_text().replace(PIN, FAILS_UNLESS_MAIN, 1))
+    commit_all(repo, "Train only with small seeds")
+    run = tmp_path / "run"
+    config = tiny_config(run, generations=1, candidates=1, noise_reruns=1, control="none", train_steps=1,
+                         harness=str(repo.working_dir))
+    res = meta_agent("evolve", "--config", str(config), *executor, data_dir=tmp_path / "data")
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode == 0, out[-3000:]
+    [noise] = journal(run, NoiseMeasured)
+    assert noise["failed"] == [0] and noise["deltas"] == [] and noise["noise_floor"] == 1.0
+    assert "control-vs-control rerun 1 failed" in out and "only trains with small seeds" in out
+    assert "noise floor is unmeasured" in out
+    assert (run / "summary.md").is_file()
