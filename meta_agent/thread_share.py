@@ -2,7 +2,8 @@
 
 The executor splits the cores between the jobs it starts side by side (`OMP_NUM_THREADS`, fixed when a
 process starts). When a job ends and nothing waits to take its slot, the jobs still running would leave
-its cores idle: a first demo's last backtest trained alone on one of two cores for 8 minutes. So each slot
+its cores idle (`--parallel N` only: with `--parallel` unset, as in `make demo`, every job runs in the
+driver on all cores). So each slot
 has a share file, one integer, that the driver rewrites as jobs end; the worker reads it between
 evaluation batches, and a harness may read it between training steps (the template does: the file is
 mounted read-only into its sandbox and named by `META_AGENT_THREADS_FILE`).
@@ -65,8 +66,8 @@ def share_file() -> Path | None:
 def read_share(path: Path) -> int | None:
     """The share in `path`: a whole number of threads between 1 and this machine's cores, else None."""
     try:
-        text = path.read_bytes()[:16].decode("ascii").strip()
-        threads = int(text)
+        with path.open("rb") as f:
+            threads = int(f.read(16).decode("ascii").strip())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     return threads if 1 <= threads <= (os.cpu_count() or 1) else None

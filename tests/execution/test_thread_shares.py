@@ -1,5 +1,5 @@
 """Jobs side by side share the cores; when one ends with nothing queued, the one still running gets its cores
-instead of leaving them idle (a first demo's last backtest trained alone on one of two cores for 8 minutes).
+instead of leaving them idle (`--parallel N`).
 The share reaches the harness as a read-only file it can follow between steps; a hostile value is ignored."""
 
 from __future__ import annotations
