@@ -7,7 +7,10 @@ similar length instead of padded to the batch's longest, rows leaving the batch 
 This runs, side by side in one process on the same prompts and the same model:
 
   plain/16     the old path: `generate`, 16 prompts a batch (the evaluator's old default on a CPU), `F.linear`
-  packed/B     the new path, B prompts a batch, linear layers weight-first at decode (meta_agent/decode_linear.py)
+  packed/B     the new path, B prompts a batch, linear layers on weights packed for oneDNN
+               (meta_agent/decode_linear.py)
+  packed-weight-first/64  the packed path with a decode step's products weight-first and a prefill's by
+               `F.linear` (the evaluator before oneDNN packing, and where torch lacks oneDNN)
   packed-F.linear/64  the packed path with torch's own `F.linear` (the evaluator before decode_linear)
   packed-bf16  (--bf16) the new path on a bf16 copy of the weights, the default batch: not what the
                evaluator does (its answers differ), printed to show what precision would buy
@@ -64,7 +67,9 @@ def main() -> None:
     tasks = MathDomain(MathSettings(train_size=max(args.prompts, 1))).tasks("train")[: args.prompts]
     convs = [[{"role": "system", "content": EVAL_SYSTEM}, {"role": "user", "content": t.prompt}] for t in tasks]
     arms = [("plain", OLD_BATCH)] + [("packed", b) for b in args.batches]
+    arms.append(("packed-weight-first", MathSettings().eval_batch_size))
     arms.append(("packed-F.linear", MathSettings().eval_batch_size))
+    onednn = decode_linear._onednn
     half = None
     if args.bf16:
         import copy
@@ -81,7 +86,10 @@ def main() -> None:
     answers: dict[tuple[str, int], list[str]] = {}
     for rep in range(args.repeats):
         for path, batch in arms:
-            (decode_linear.uninstall if path in ("plain", "packed-F.linear") else decode_linear.install)(model)
+            decode_linear.uninstall(model)
+            decode_linear._onednn = (lambda: False) if path == "packed-weight-first" else onednn
+            if path not in ("plain", "packed-F.linear"):
+                decode_linear.install(model)
             start = time.perf_counter()
             if path == "plain":
                 out = [t[0] for t in chat_generate(model, tok, convs, max_new_tokens=MAX_NEW_TOKENS, batch_size=batch)]

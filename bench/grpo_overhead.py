@@ -18,7 +18,10 @@ matmul several times faster; the harness trains in bf16 autocast only there). Th
 prompt and completion in every arm, so the rate is of the same work: an arm that shares a group's prompt
 gets credit for the prompt tokens it did not run again (a work rate, not the hardware's FLOP count).
 
-    python bench/grpo_overhead.py [--policy smollm2|tiny] [--steps 6] [--stock]
+    python bench/grpo_overhead.py [--policy smollm2|tiny] [--steps 6] [--rounds 2] [--stock]
+
+With --rounds 2 every arm runs twice, the second round in reverse order (bare TRL first), and the steps of
+both rounds are pooled: the machine's pace drifts within a run, and one round always runs bare TRL last.
 
 Targets (issue #43): harness / bare <= 1.10 (no overhead), harness / bare <= 0.5 (the faster step).
 """
@@ -115,6 +118,8 @@ def main() -> None:
     ap.add_argument("--sandbox", default="auto")
     ap.add_argument("--stock", action="store_true", help="also run TRL's stock settings (bf16 + gradient "
                     "checkpointing; slow)")
+    ap.add_argument("--rounds", type=int, default=1, help="run every arm this many times, alternating the order "
+                    "(a round, then the reverse); steps are pooled")
     ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
     args = ap.parse_args()
     policy = resolve_policy(args.policy)
@@ -133,28 +138,34 @@ def main() -> None:
           f"{MAX_TOKENS} tokens/step; dense matmul fp32 {peak['fp32'] / 1e9:.0f} GFLOP/s, "
           f"bf16 {peak['bf16'] / 1e9:.0f} GFLOP/s", flush=True)
 
-    arms: dict[str, tuple[list[float], list[int]]] = {}
-    order: list[str] = []
-    for name, generation, shared in (("harness", "merged", True), ("harness-unshared", "merged", False),
-                                     ("harness-old", "transformers", False)):
-        with tempfile.TemporaryDirectory() as work:
-            times, toks, order = run_harness(policy, tasks, args.steps, Path(work), args.sandbox, generation, shared)
-        arms[name] = (times, toks)
-        print(f"  {name} (rl.generation {generation}, rl.shared_prefix {shared}): {[round(t, 1) for t in times]} s",
-              flush=True)
     by_id = {t.id: t for t in tasks}
-    ordered = [by_id[i] for i in order]  # the bare run gets the harness's prompts in the harness's order
-    convs = [build_messages(t.model_dump()) for t in ordered]
-    b_times, b_ctoks = run_bare(policy, convs, args.steps, stock=False, precision=precision)
-    ptoks = prompt_tokens(policy, convs)
-    b_tokens = [c + GENERATIONS * sum(ptoks[PROMPTS * s: PROMPTS * (s + 1)]) for s, c in enumerate(b_ctoks)]
-    arms["bare TRL"] = (b_times, b_tokens)
-    print(f"  bare TRL: {[round(t, 1) for t in b_times]} s", flush=True)
+    harness_arms = (("harness", "merged", True), ("harness-unshared", "merged", False),
+                    ("harness-old", "transformers", False))
+    names = [a[0] for a in harness_arms] + ["bare TRL"]
+    arms: dict[str, tuple[list[float], list[int]]] = {}
+    order: list[str] = []  # set by the first harness arm, which round 1 runs before bare TRL
+    for round_ in range(args.rounds):
+        # the machine's pace drifts over a run: later rounds go in reverse order, so no arm always runs last
+        for name in (names if round_ % 2 == 0 else names[::-1]):
+            if name == "bare TRL":
+                convs = [build_messages(by_id[i].model_dump()) for i in order]  # the harness's prompts, its order
+                times, ctoks = run_bare(policy, convs, args.steps, stock=False, precision=precision)
+                ptoks = prompt_tokens(policy, convs)
+                toks = [c + GENERATIONS * sum(ptoks[PROMPTS * s: PROMPTS * (s + 1)]) for s, c in enumerate(ctoks)]
+            else:
+                _, generation, shared = next(a for a in harness_arms if a[0] == name)
+                with tempfile.TemporaryDirectory() as work:
+                    times, toks, order = run_harness(policy, tasks, args.steps, Path(work), args.sandbox, generation,
+                                                     shared)
+            # step 1 pays one-time costs (allocator warm-up, lazy init) in every arm: each round keeps 2..N
+            kept = arms.setdefault(name, ([], []))
+            kept[0].extend(times[1:])
+            kept[1].extend(toks[1:])
+            print(f"  round {round_ + 1}: {name}: {[round(t, 1) for t in times]} s", flush=True)
 
-    # Step 1 pays one-time costs (allocator warm-up, lazy init) in every arm; compare steps 2..N.
-    total = {k: sum(v[0][1:]) for k, v in arms.items()}
-    tokens = {k: sum(v[1][1:]) for k, v in arms.items()}
-    n = args.steps - 1
+    total = {k: sum(v[0]) for k, v in arms.items()}
+    tokens = {k: sum(v[1]) for k, v in arms.items()}
+    n = (args.steps - 1) * args.rounds
     print(f"\n| arm | s/step (mean of steps 2..{args.steps}) | tokens/step | x bare TRL | model GFLOP/s | "
           "% of fp32 matmul | % of bf16 matmul |\n|---|---|---|---|---|---|---|")
     rows = {}

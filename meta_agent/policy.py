@@ -183,5 +183,5 @@ def load_for_inference(path: Path, root: Path | None = None) -> tuple[Any, Any]:
     else:
         from meta_agent import decode_linear
 
-        decode_linear.install(model)  # a decode step's few rows multiplied weight-first (decode_linear.py)
+        decode_linear.install(model)  # products on oneDNN-packed weights (decode_linear.py)
     return model, tok

@@ -6,8 +6,8 @@ master weights and runs under autocast, which casts every weight to bf16 again a
 every linear layer runs three matmuls plus PEFT's Python around them. Decoding token by token pays both
 costs once per token. The merged copy pays neither: one plain matmul per layer in bf16. On a 2-core
 AMX CPU, SmolLM2-135M with LoRA r16 samples 8 x 48 tokens in about a third of the time. On a CPU in fp32
-its linear layers multiply a decode step's few rows weight-first (harness/decode_linear.py), at the rate
-memory allows.
+its linear layers multiply on weights packed for oneDNN (or a decode step's few rows weight-first where
+torch lacks it; harness/decode_linear.py), repacked after each refresh.
 
 What changes: the sampler's numerics. The learner (TRL's log-prob forward) still runs the fp32 master
 weights under autocast; the sampler runs bf16 weights with a bf16 residual stream. This is the same kind

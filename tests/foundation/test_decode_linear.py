@@ -1,10 +1,12 @@
-"""Decode steps multiply their few rows weight-first (meta_agent/decode_linear.py, and the harness's own copy
+"""Inference products on oneDNN-packed weights, or weight-first (meta_agent/decode_linear.py, and the harness's own copy
 for its sampler): the same numbers up to float rounding, the same greedy tokens, and nothing else changed:
 many rows, a learner's gradients, bf16 weights and the weights themselves go as before."""
 
 from __future__ import annotations
 
+import pickle
 import sys
+from copy import deepcopy
 from pathlib import Path
 from types import ModuleType
 
@@ -48,19 +50,27 @@ def test_few_rows_give_the_products_of_f_linear(copy: ModuleType, rows: int) -> 
 
 
 @pytest.mark.parametrize("copy", COPIES)
-def test_many_rows_bf16_and_a_learner_keep_torchs_own_product(copy: ModuleType,
+@pytest.mark.parametrize("onednn", [True, False], ids=["onednn", "no-onednn"])
+def test_many_rows_bf16_and_a_learner_keep_torchs_own_product(copy: ModuleType, onednn: bool,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Which product ran is counted, not inferred from values: past 16 rows both forms give the same bits."""
+    """Which product ran is counted, not inferred from values: past 16 rows the forms give the same bits.
+    With oneDNN every row count of an fp32 inference product takes the packed weight; without it (a torch
+    built without), a few rows go weight-first and many take `F.linear`."""
+    if onednn and not copy._onednn():
+        pytest.skip("this torch has no oneDNN")  # every x86 and ARM wheel has it
+    monkeypatch.setattr(copy, "_onednn", lambda: onednn)
     calls: list[int] = []
     linear = nn.functional.linear
     monkeypatch.setattr(nn.functional, "linear", lambda x, w, b=None: calls.append(len(x)) or linear(x, w, b))
     layer = nn.Linear(32, 48)
     copy.install(layer)
-    few = torch.randn(3, 32)
+    few, many = torch.randn(3, 32), torch.randn(copy.SKINNY_ROWS + 1, 32)
     with torch.no_grad():
         layer(few)
-        assert calls == [], "a few rows at inference go weight-first"
-        layer(torch.randn(copy.SKINNY_ROWS + 1, 32))
+        assert calls == [], "a few rows at inference go weight-first or packed"
+        assert torch.allclose(layer(many), linear(many, layer.weight, layer.bias), atol=1e-5)
+    assert calls == ([] if onednn else [copy.SKINNY_ROWS + 1])
+    calls.clear()
     loss = layer(few).square().sum()  # grad enabled, weight trainable: the learner's path
     loss.backward()
     assert layer.weight.grad is not None and layer.weight.grad.abs().sum() > 0
@@ -68,7 +78,36 @@ def test_many_rows_bf16_and_a_learner_keep_torchs_own_product(copy: ModuleType,
     copy.install(half)
     with torch.no_grad():
         half(few.to(torch.bfloat16))
-    assert calls == [copy.SKINNY_ROWS + 1, 3, 3]
+    assert calls == [3, 3]
+
+
+@pytest.mark.parametrize("copy", COPIES)
+def test_a_packed_weight_follows_every_write_to_the_weight(copy: ModuleType) -> None:
+    """A user's complaint this answers: "my sampler kept generating with the policy of step 1". The merged
+    sampler refreshes its weights in place before each generation; a packed copy must not go stale."""
+    layer = nn.Linear(64, 96)
+    copy.install(layer)
+    x = torch.randn(5, 64)
+    with torch.no_grad():
+        layer(x)
+        layer.weight.copy_(torch.randn(96, 64))  # the sampler's refresh: in place
+        assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+        layer.weight.mul_(0.5)
+        assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+    layer.weight = nn.Parameter(torch.randn(96, 64))  # a new tensor (a load, a move)
+    with torch.no_grad():
+        assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+    with torch.inference_mode():
+        frozen = nn.Linear(64, 96)  # an inference tensor keeps no version counter: never packed, still right
+    copy.install(frozen)
+    with torch.inference_mode():
+        assert torch.allclose(frozen(x), nn.functional.linear(x, frozen.weight, frozen.bias), atol=1e-5)
+    twin = deepcopy(layer)  # a packed weight cannot be copied: it is kept beside the layer, not in it
+    with torch.no_grad():
+        assert torch.allclose(twin(x), layer(x), atol=1e-5)
+    pickle.dumps(layer)
+    copy.uninstall(layer)
+    assert layer not in copy._PACKED
 
 
 @pytest.mark.parametrize("copy", COPIES)

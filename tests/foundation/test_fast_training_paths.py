@@ -222,12 +222,21 @@ def test_the_merged_copys_head_is_handed_contiguous_rows() -> None:
 
 
 def test_the_merged_copy_decodes_weight_first_with_ties_kept() -> None:
-    """On a CPU the copy's linear layers multiply a decode step's few rows weight-first (harness/decode_linear.py)
-    with the weights left as they are, and a tied head stays the embedding's weight, so a full fine-tune's
-    update to the embedding reaches the head that samples."""
+    """On a CPU the copy's linear layers take the inference product (harness/decode_linear.py: oneDNN-packed
+    weights, or weight-first) with the weights left as they are, and a tied head stays the embedding's
+    weight, so a full fine-tune's update to the embedding reaches the head that samples."""
     from harness.merged_policy import MergedPolicy
 
     merged = MergedPolicy(_tiny_llama(), torch.float32).model
     linears = [m for m in merged.modules() if isinstance(m, torch.nn.Linear)]
     assert linears and all("forward" in m.__dict__ and m.weight.is_contiguous() for m in linears)
     assert merged.get_output_embeddings().weight is merged.get_input_embeddings().weight
+    policy = _tiny_llama()
+    sampler = MergedPolicy(policy, torch.float32)
+    ids = torch.randint(3, 90, (2, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        sampler.sync()(input_ids=ids)  # the head's weight is packed at this first product
+        policy.get_input_embeddings().weight.add_(0.3 * torch.randn_like(policy.get_input_embeddings().weight))
+        got = sampler.sync()(input_ids=ids).logits  # the update, through the tied embedding, reaches the head
+        want = policy(input_ids=ids).logits
+    assert torch.allclose(got, want, atol=1e-4)

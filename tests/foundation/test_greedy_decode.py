@@ -38,8 +38,8 @@ def _convs(n: int) -> list[list[dict[str, str]]]:
 
 def test_rows_that_stop_early_leave_the_batch_without_changing_any_answer(tiny_policy: Path) -> None:
     """A user's complaint this answers: "the faster evaluator scored my checkpoint differently". The plain
-    path (`model.generate`, padded batches of 16, torch's `F.linear`) and the packed one (decode steps'
-    products weight-first, meta_agent/decode_linear.py; batches of 16 and of 64, prompts of
+    path (`model.generate`, padded batches of 16, torch's `F.linear`) and the packed one (products on
+    oneDNN-packed weights, meta_agent/decode_linear.py; batches of 16 and of 64, prompts of
     different lengths, rows leaving as they end) give the same text for every prompt. A second end token
     the random policy often says makes rows end at many different steps, so rows do leave mid-batch."""
     from meta_agent import decode_linear
