@@ -76,6 +76,11 @@ def _packed(layer: nn.Linear) -> torch.Tensor | None:
     return packed
 
 
+def _on_packed(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """`x @ W.T + bias` on W packed by `_packed`."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
 def _forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     w = self.weight
     if w.device.type != "cpu" or w.dtype != torch.float32 or x.dtype != torch.float32 or (
@@ -85,8 +90,11 @@ def _forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     packed = _packed(self) if _onednn() else None
     flat = x.reshape(rows, x.shape[-1])
     if packed is not None:
-        out = torch.ops.mkldnn._linear_pointwise(flat, packed, self.bias, "none", [], "")
-        return out.reshape(*x.shape[:-1], out.shape[-1])
+        try:
+            out = _on_packed(flat, packed, self.bias)
+            return out.reshape(*x.shape[:-1], out.shape[-1])
+        except RuntimeError:  # oneDNN refused this CPU or shape: this layer keeps the weight-first form
+            _PACKED[self] = (_PACKED[self][0], None)
     if rows > SKINNY_ROWS:
         return nn.functional.linear(x, self.weight, self.bias)
     out = torch.mm(w, flat.t()).t()

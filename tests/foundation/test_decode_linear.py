@@ -82,6 +82,28 @@ def test_many_rows_bf16_and_a_learner_keep_torchs_own_product(copy: ModuleType, 
 
 
 @pytest.mark.parametrize("copy", COPIES)
+def test_a_layer_whose_packed_product_fails_keeps_the_weight_first_one(copy: ModuleType,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """oneDNN may refuse a CPU or a shape at run time; the product must not fail with it."""
+    if not copy._onednn():
+        pytest.skip("this torch has no oneDNN")
+    tries: list[int] = []
+
+    def refuse(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        tries.append(len(x))
+        raise RuntimeError("could not create a primitive")
+
+    monkeypatch.setattr(copy, "_on_packed", refuse)
+    layer = nn.Linear(32, 48)
+    copy.install(layer)
+    x = torch.randn(6, 32)
+    with torch.no_grad():
+        for _ in range(3):
+            assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+    assert tries == [6], "a layer oneDNN refused is not tried again"
+
+
+@pytest.mark.parametrize("copy", COPIES)
 def test_a_packed_weight_follows_every_write_to_the_weight(copy: ModuleType) -> None:
     """A user's complaint this answers: "my sampler kept generating with the policy of step 1". The merged
     sampler refreshes its weights in place before each generation; a packed copy must not go stale."""
