@@ -19,6 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "harness_repo"))
 from harness import decode_linear as harness_copy
 from meta_agent import decode_linear as evaluator_copy
 
+NO_ONEDNN = ("this torch was built without oneDNN (torch.backends.mkldnn.is_available() is False, or its "
+             "packed-linear ops are missing); the no-oneDNN arm covers what runs instead")
+
 COPIES = [pytest.param(evaluator_copy, id="evaluator"), pytest.param(harness_copy, id="harness")]
 
 
@@ -57,7 +60,7 @@ def test_many_rows_bf16_and_a_learner_keep_torchs_own_product(copy: ModuleType, 
     With oneDNN every row count of an fp32 inference product takes the packed weight; without it (a torch
     built without), a few rows go weight-first and many take `F.linear`."""
     if onednn and not copy._onednn():
-        pytest.skip("this torch has no oneDNN")  # every x86 and ARM wheel has it
+        pytest.skip(NO_ONEDNN)
     monkeypatch.setattr(copy, "_onednn", lambda: onednn)
     calls: list[int] = []
     linear = nn.functional.linear
@@ -86,7 +89,7 @@ def test_a_layer_whose_packed_product_fails_keeps_the_weight_first_one(copy: Mod
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """oneDNN may refuse a CPU or a shape at run time; the product must not fail with it."""
     if not copy._onednn():
-        pytest.skip("this torch has no oneDNN")
+        pytest.skip(NO_ONEDNN)
     tries: list[int] = []
 
     def refuse(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
