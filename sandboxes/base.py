@@ -108,6 +108,8 @@ class Session(Protocol):
     scratch: Path
     """Private writable dir as seen *inside* the sandbox (HOME and TMPDIR). It may not exist on
     the host (docker: a tmpfs), so results meant for the host belong in the workdir or a mount."""
+    limits: Limits
+    """What the session enforces; its memory cap is also told to every command (`MEMORY_ENV`)."""
 
     def run(
         self,
@@ -166,8 +168,15 @@ def host_python_mounts() -> list[Mount]:
     return [Mount(p) for p in sorted(paths)]
 
 
-def clean_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every sandboxed command starts from: nothing inherited from the host."""
+MEMORY_ENV = "META_AGENT_MEMORY_MB"
+"""Every sandboxed command is told its session's memory cap (MB) in this variable: a cgroup's limit is not
+visible from inside bubblewrap, and a job that sizes a cache to its memory (the sampler's packed weights,
+harness/decode_linear.py) must not size it to the host's."""
+
+
+def clean_env(scratch: Path, extra: Mapping[str, str] | None = None, limits: Limits | None = None) -> dict[str, str]:
+    """The environment every sandboxed command starts from: nothing inherited from the host; with `limits`,
+    the session's memory cap in `MEMORY_ENV` (it overrides a caller's value: it is the cap enforced)."""
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(scratch),
@@ -191,6 +200,8 @@ def clean_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str
             env[key] = os.environ[key]
     if extra:
         env.update(extra)
+    if limits is not None:
+        env[MEMORY_ENV] = str(limits.memory_mb)
     return env
 
 

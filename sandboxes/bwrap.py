@@ -242,7 +242,7 @@ class BwrapSession(ClosingSession):
             request = {
                 "op": "spawn",
                 "argv": list(cmd),
-                "env": clean_env(self.scratch, env),
+                "env": clean_env(self.scratch, env, self.limits),
                 "cwd": str(cwd or self.workdir),
             }
             result = _Run(self._sandbox, self.limits.output_bytes, self.quota).execute(

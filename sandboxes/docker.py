@@ -226,7 +226,8 @@ class DockerSession(ClosingSession):
             run = _ExecRun(container, self.limits.output_bytes, self.quota)
             try:
                 limit = timeout if timeout is not None else self.limits.timeout_s
-                run.execute(list(cmd), clean_env(self.scratch, {**self.env, **(env or {})}), cwd or self.inside, limit)
+                env_in = clean_env(self.scratch, {**self.env, **(env or {})}, self.limits)
+                run.execute(list(cmd), env_in, cwd or self.inside, limit)
                 reset = container.wait_for("reset", GRACE_S)
             except (SandboxError, OSError, DockerException):
                 run.container_lost, reset = True, {}

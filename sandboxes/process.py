@@ -47,7 +47,7 @@ class ProcessSession(ClosingSession):
         result = run_capped(
             cmd,
             cwd=cwd or self.workdir,
-            env=clean_env(self.scratch, env),
+            env=clean_env(self.scratch, env, self.limits),
             timeout=timeout if timeout is not None else self.limits.timeout_s,
             output_bytes=self.limits.output_bytes,
             quota=self.quota,

@@ -23,7 +23,9 @@ bf16 (an AMX CPU's sampler) and GPUs were not measured, so they keep `F.linear`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import types
 import weakref
 from typing import Any
@@ -38,6 +40,15 @@ which is as fast there."""
 PACK_HINT = 64
 """The row count oneDNN lays a packed weight out for; any count runs on it (1 to 1,024 measured), and on
 the EPYC the hint moved no row count by more than the run-to-run spread."""
+
+MEMORY_ENV = "META_AGENT_MEMORY_MB"
+"""A sandbox's memory cap in MB, as every sandboxed command is told it (a cgroup's limit is invisible inside)."""
+
+RESERVE_BYTES = 2 << 30
+"""Memory left free when packing: a weight is packed only while this much would stay, after its packed copy,
+under the sandbox's cap and in the machine's available memory, so that a model too large to hold twice keeps
+the weight-first product for the layers that do not fit instead of being killed for memory (the learner's
+backward and the KV cache come after the sampler has packed)."""
 
 _PACKED: weakref.WeakKeyDictionary[nn.Module, tuple[tuple[int, int, tuple[int, ...]], torch.Tensor | None]] = \
     weakref.WeakKeyDictionary()
@@ -54,10 +65,38 @@ def _onednn() -> bool:
                 and hasattr(ops, "_linear_pointwise"))
 
 
+def _status_bytes(field: str) -> int | None:
+    """A `kB` field of /proc/meminfo (`MemAvailable`) or of this process's /proc/self/status (`VmRSS`)."""
+    path = "/proc/meminfo" if field.startswith("Mem") else "/proc/self/status"
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def room() -> int | None:
+    """Bytes this process may still take: the machine's available memory and, under a sandbox, what its
+    cap leaves above this process's resident size, whichever is less. None where neither can be read."""
+    rooms = []
+    available = _status_bytes("MemAvailable")
+    if available is not None:
+        rooms.append(available)
+    cap, resident = os.environ.get(MEMORY_ENV, ""), _status_bytes("VmRSS")
+    if resident is not None:
+        with contextlib.suppress(ValueError, OverflowError):  # unset or not a number: no cap to respect
+            rooms.append(int(float(cap) * (1 << 20)) - resident)
+    return min(rooms) if rooms else None
+
+
 def _packed(layer: nn.Linear) -> torch.Tensor | None:
     """The layer's weight in oneDNN's blocked layout, packed again whenever the weight changed since: a write
     in place (`copy_`, an optimizer step) moves its version counter, a new tensor its address. None where
-    oneDNN cannot pack it (the layer then takes the weight-first product)."""
+    oneDNN cannot pack it or memory has no room for the copy (the layer then takes the weight-first product;
+    the room is asked again at the weight's next change)."""
     w = layer.weight
     try:
         key = (w.data_ptr(), w._version, tuple(w.shape))
@@ -66,10 +105,14 @@ def _packed(layer: nn.Linear) -> torch.Tensor | None:
     held = _PACKED.get(layer)
     if held is not None and held[0] == key:
         return held[1]
-    try:
-        packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_HINT)
-    except RuntimeError:
-        packed = None
+    _PACKED.pop(layer, None)  # an outdated copy is freed before the room for its successor is asked
+    free = room()
+    packed = None
+    if free is None or free - w.nelement() * w.element_size() >= RESERVE_BYTES:
+        try:
+            packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_HINT)
+        except RuntimeError:  # oneDNN cannot lay it out, or the allocation was refused (an address-space cap)
+            packed = None
     _PACKED[layer] = (key, packed)
     return packed
 
@@ -104,7 +147,7 @@ def _forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 def install(model: Any) -> int:
     """Give each plain `nn.Linear` of `model` the inference product above; returns how many. The weights are
     untouched (saving, syncing and tying see the same tensors); a packed copy of each is made at its first
-    product (as much memory again as the linear weights)."""
+    product (as much memory again as the linear weights) where memory has room for it (`RESERVE_BYTES`)."""
     count = 0
     for module in model.modules():
         if type(module) is nn.Linear:

@@ -107,6 +107,36 @@ def test_a_layer_whose_packed_product_fails_keeps_the_weight_first_one(copy: Mod
 
 
 @pytest.mark.parametrize("copy", COPIES)
+def test_a_sandbox_cap_with_no_room_for_a_second_copy_keeps_weights_unpacked(copy: ModuleType,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's complaint this answers: "a policy that trained under the 12 GB cap is now killed for memory".
+    A packed copy doubles the linear weights; inside a sandbox (whose cgroup limit a job cannot see) the cap
+    comes from the sandbox's variable, and a weight is packed only where the cap leaves the reserve after it."""
+    if not copy._onednn():
+        pytest.skip(NO_ONEDNN)
+    resident = copy._status_bytes("VmRSS")
+    assert resident is not None and resident > 0
+    monkeypatch.setenv(copy.MEMORY_ENV, str(resident // (1 << 20) + 256))  # 256 MB above what this process holds
+    assert copy.room() <= 257 << 20
+    layer = nn.Linear(64, 96)
+    copy.install(layer)
+    x = torch.randn(5, 64)
+    with torch.no_grad():
+        assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+    assert copy._PACKED[layer][1] is None, "packed although the cap leaves no reserve"
+    for junk in ("not a number", "inf", "nan"):  # ignored, as if unset: the machine's memory decides
+        monkeypatch.setenv(copy.MEMORY_ENV, junk)
+        assert copy.room() > 257 << 20, f"{junk!r} was read as a cap"
+    with torch.no_grad():
+        assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+        assert copy._PACKED[layer][1] is None, "the room is asked again only when the weight changes"
+        layer.weight.mul_(0.5)
+        assert torch.allclose(layer(x), nn.functional.linear(x, layer.weight, layer.bias), atol=1e-5)
+    if copy.room() - layer.weight.nbytes >= copy.RESERVE_BYTES:  # this machine has the room
+        assert copy._PACKED[layer][1] is not None, "not packed after the weight changed with room to spare"
+
+
+@pytest.mark.parametrize("copy", COPIES)
 def test_a_packed_weight_follows_every_write_to_the_weight(copy: ModuleType) -> None:
     """A user's complaint this answers: "my sampler kept generating with the policy of step 1". The merged
     sampler refreshes its weights in place before each generation; a packed copy must not go stale."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes.base import Mount, Sandbox, Session
+from sandboxes.base import MEMORY_ENV, Mount, Sandbox, Session
 from tests.sandboxes.sandbox_test_helpers import LoopbackServer
 
 PY = sys.executable
@@ -41,6 +41,13 @@ def test_the_environment_is_clean_and_home_is_the_scratch_dir(
     assert "META_AGENT_HOST_ONLY" not in result.stdout
     assert "GIVEN=yes" in result.stdout
     assert f"HOME={session.scratch}" in result.stdout
+
+
+def test_a_command_is_told_its_memory_cap_whatever_the_caller_passes(session: Session) -> None:
+    # a cgroup's limit is invisible inside bubblewrap: a job sizing a cache to memory reads it here
+    result = session.run(["env"], env={MEMORY_ENV: "999999"})
+    assert result.ok
+    assert f"{MEMORY_ENV}={session.limits.memory_mb}" in result.stdout.splitlines()
 
 
 def test_scratch_keeps_files_between_runs_of_a_session(session: Session) -> None:
