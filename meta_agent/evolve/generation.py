@@ -19,7 +19,7 @@ from meta_agent.agents.base import Hypothesis, ProposalContext
 from meta_agent.backtest.replay import replay_evidence
 from meta_agent.backtest.replay_set import ReplaySet, build_replay_set
 from meta_agent.backtest.train_stage import Control, invalid_share
-from meta_agent.contract import ReplayRecord, RolloutRecord, read_jsonl
+from meta_agent.contract import ReplayRecord, read_jsonl
 from meta_agent.crashpoints import crashpoint
 from meta_agent.domains.base import EvalResult
 from meta_agent.errors import BudgetExhausted, failure_text
@@ -31,6 +31,7 @@ from meta_agent.evolve.confirm import confirm
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.fanout import run_backtests
+from meta_agent.evolve.noise_floor import NoiseFloor
 from meta_agent.evolve.static_arm import static_jobs
 from meta_agent.evolve.steps import evaluate, evaluated, run_jobs, train_job
 from meta_agent.evolve.winners import learn_from, merge_winners
@@ -52,11 +53,9 @@ from meta_agent.journal import (
     VerdictRecorded,
 )
 from meta_agent.journal_keys import CandidateId, gen_dir, gen_key
-from meta_agent.llm.text import bound
 from meta_agent.report.render import write_report
 from meta_agent.sealed import sealed_seed
 from meta_agent.skills.known import KnownRejection, known_rejections
-from meta_agent.stats import paired_bootstrap_ci
 from meta_agent.training import TrainedRun, load_trained
 
 
@@ -68,8 +67,6 @@ class Generation:
         """What this generation's backtests run under (evolve/conditions.py), for the evidence they leave."""
         self.noise_floor = 0.0
         self.evidence: Path | None = None
-        self.rerun_failures: dict[str, str] = {}
-        """Noise reruns that failed (by job key): why."""
 
     @property
     def dir(self) -> Path:
@@ -90,7 +87,8 @@ class Generation:
         self.main_before = ctx.step(self.key("start"), GenerationStarted, lambda: GenerationStarted(
             main=ctx.repo.commit("main").hexsha, t=time.time())).main
         self.conditions = conditions(ctx, g, self.main_before, self.policy, self.history)
-        noise_runs = self._main_and_noise()
+        noise = NoiseFloor(ctx, g, self.main_before, self.policy, self.history)
+        noise_runs = self._main_and_noise(noise)
         control_run = load_trained(self.dir / "main", ctx.domain, str(ctx.root_policy), ctx.tasks_file)
         ctx.reporter.phase(f"gen {g}: evaluating main on the sealed selection split")
         ctx.step(self.key("control-eval"), Evaluated, lambda: evaluated(evaluate(
@@ -98,9 +96,9 @@ class Generation:
         control_eval = EvalResult.model_validate_json((self.dir / "control-eval.json").read_text())
         control = Control(run=control_run, eval=control_eval,
                           invalid_share=invalid_share(control_run, ctx.domain.invalid_labels))
-        self.noise_floor = self._noise(control_eval, noise_runs, control_run)
+        self.noise_floor = noise.measure(control_eval, noise_runs, control_run)
         # What the proposer sees of it: 0 means two training seeds left every greedy answer the same.
-        control_run.report.selection_noise = self._spread() if ctx.cfg.noise_reruns else None
+        control_run.report.selection_noise = noise.spread() if ctx.cfg.noise_reruns else None
         main_replay, replay_set = self._main_replay(control_run)
         self.evidence = self._evidence(control_run)
         hypotheses = self._propose(control_run)
@@ -151,10 +149,10 @@ class Generation:
         spent["wall"] = active_seconds(self.ctx.log, start.t, time.time()) if start else 0.0
         return spent
 
-    def _main_and_noise(self) -> dict[str, Trained]:
+    def _main_and_noise(self, noise: NoiseFloor) -> dict[str, Trained]:
         """Main's training and its control evaluation, and beside them (as the executor allows) the noise
         reruns when this generation surely measures the floor (none measured yet, or one too old); the
-        reruns' trainings done here, by job key (journaled with the floor, in `_noise`)."""
+        reruns' trainings done here, by job key (journaled with the floor, in `NoiseFloor.measure`)."""
         ctx, g = self.ctx, self.g
         shards = ctx.cfg.executor.eval_shards
         jobs: list[RunJob] = []
@@ -165,15 +163,15 @@ class Generation:
             jobs.append(train_job(ctx, self.key("main-train"), "main's training", self.main_before, self.policy,
                                   self.seed, self.history, self.dir / "main", self.dir / "work-main", **inline_eval))
         reruns = []
-        if ctx.cfg.noise_reruns and self._noise_due() and ctx.log.done(self.key("noise"), NoiseMeasured) is None:
-            reruns = [self._rerun_job(i) for i in range(ctx.cfg.noise_reruns)]
+        if ctx.cfg.noise_reruns and noise.due() and ctx.log.done(self.key("noise"), NoiseMeasured) is None:
+            reruns = [noise.rerun_job(i) for i in range(ctx.cfg.noise_reruns)]
             if jobs:
                 ctx.reporter.phase(f"gen {g}: {len(reruns)} control-vs-control rerun(s) beside it (noise floor)")
         ran: dict[str, Trained] = {}
         labels = {job.key: job.label for job in [*jobs, *reruns]}
         for job, result in run_jobs(ctx, [*jobs, *reruns]):
             assert isinstance(result, RunJobResult)
-            if job.key != self.key("main-train") and self._rerun_failed(job.key, labels[job.key], result):
+            if job.key != self.key("main-train") and noise.failed(job.key, labels[job.key], result):
                 continue
             ran[job.key] = result.trained_run(labels[job.key])
             if job.key == self.key("main-train"):
@@ -182,111 +180,6 @@ class Generation:
                 if result.evaluated is not None:
                     ctx.log.append(result.evaluated, key=self.key("control-eval"))
         return ran
-
-    def _rerun_failed(self, key: str, label: str, result: RunJobResult) -> bool:
-        """Whether a noise rerun failed; if so it is remembered and said, and the run goes on without it (main's
-        harness may fail under another seed: a hostile or flaky main must not stop the run, or its resume)."""
-        if result.error is None:
-            return False
-        self.rerun_failures[key] = result.error
-        self.ctx.reporter.phase(f"gen {self.g}: {label} failed, and the noise floor is measured without it: "
-                                f"{bound(result.error, 300)}")
-        return True
-
-    def _noise_due(self) -> bool:
-        """Whether the floor is measured this generation whatever main scores (else `_last_noise` decides)."""
-        last = max((j for j in range(self.g) if (m := self.ctx.log.done(gen_key(j, "noise"), NoiseMeasured))
-                    and m.deltas), default=None)
-        return last is None or self.g - last >= self.ctx.cfg.noise_refresh
-
-    def _rerun_job(self, i: int) -> RunJob:
-        ctx = self.ctx
-        out = self.dir / f"noise-{i}"
-        inline_eval: dict[str, Any] = {} if ctx.cfg.executor.eval_shards > 1 else dict(
-            eval_split="selection", eval_out=out / "eval.json", eval_limit=ctx.cfg.selection_limit)
-        # The rerun's seed comes from meta-agent's secret, never from anything a harness can read or set.
-        seed = sealed_seed("noise-rerun", f"{ctx.cfg.seed}/{self.g}/{i}") % 2**31
-        return train_job(ctx, self.key(f"noise-{i}"), f"control-vs-control rerun {i + 1}", self.main_before,
-                         self.policy, seed, self.history, out, self.dir / f"work-noise-{i}", tolerated=True,
-                         **inline_eval)
-
-    def _noise(self, control_eval: EvalResult, ran: dict[str, Trained], control_run: TrainedRun) -> float:
-        """Control-vs-control: main rerun with another seed; the paired |delta| is the noise floor, never below one
-        task's flip. `ran`: the reruns `_main_and_noise` already trained (and evaluated, unless evaluations are
-        sharded). A rerun that reproduces main's rollouts exactly shows a harness that ignores its seed: the
-        floor it would measure (0) is no floor, and the run says so."""
-        ctx = self.ctx
-        if ctx.cfg.noise_reruns == 0:
-            return 1 / max(1, len(control_eval.results))  # unmeasured: one task's flip is still no evidence
-        earlier = self._last_noise(control_eval.score.mean)
-        if earlier is not None:
-            return earlier
-
-        def measure() -> NoiseMeasured:
-            todo = [job for i in range(ctx.cfg.noise_reruns)
-                    if (job := self._rerun_job(i)).key not in ran and job.key not in self.rerun_failures]
-            for job in todo:
-                ctx.reporter.phase(f"gen {self.g}: {job.label} (noise floor)")
-            trained = dict(ran)
-            labels = {job.key: job.label for job in todo}
-            for done, result in run_jobs(ctx, list(todo)):
-                assert isinstance(result, RunJobResult)
-                if not self._rerun_failed(done.key, labels[done.key], result) and result.trained is not None:
-                    trained[done.key] = result.trained
-            deltas, train_s, eval_s, pinned, failed = [], 0.0, 0.0, [], []
-            for i in range(ctx.cfg.noise_reruns):
-                out = self.dir / f"noise-{i}"
-                if self.key(f"noise-{i}") in self.rerun_failures:
-                    failed.append(i)
-                    continue
-                if not (out / "eval.json").is_file():  # evaluations are sharded: after the training
-                    evaluate(ctx, out / "checkpoint", out / "eval.json", limit=ctx.cfg.selection_limit,
-                             label=f"the evaluation of control-vs-control rerun {i + 1}")
-                rerun = EvalResult.model_validate_json((out / "eval.json").read_text())
-                train_s += trained[self.key(f"noise-{i}")].train_seconds
-                eval_s += rerun.wall_time
-                ids = [r.task_id for r in control_eval.results]
-                d = paired_bootstrap_ci([rerun.per_task()[t] for t in ids], [control_eval.per_task()[t] for t in ids])
-                deltas.append(abs(d.mean))
-                if _same_rollouts(out / "rollouts.jsonl", control_run):
-                    pinned.append(i)
-            minimum = 1 / max(1, len(control_eval.results))
-            if pinned:
-                ctx.reporter.phase(f"gen {self.g}: control-vs-control rerun(s) {[i + 1 for i in pinned]} reproduced "
-                                   "main's training rollout for rollout: main's harness ignores the seed it is given "
-                                   f"(pinned); the noise floor is held at its minimum {minimum:.3f}")
-            floor = max([*deltas, minimum])
-            if not deltas:  # every rerun failed: nothing measured, and no performance candidate may pass on that
-                floor = 1.0
-                ctx.reporter.phase(f"gen {self.g}: no control-vs-control rerun finished, so the noise floor is "
-                                   "unmeasured and held at 1.0 this generation (no performance candidate can "
-                                   "merge); main's harness fails under another seed")
-            return NoiseMeasured(noise_floor=floor, deltas=deltas, train_seconds=train_s, eval_seconds=eval_s,
-                                 minimum=minimum, pinned=pinned, failed=failed)
-
-        return ctx.step(self.key("noise"), NoiseMeasured, measure).noise_floor
-
-    def _spread(self) -> float:
-        """What the floor in force measured between seeds, before its minimum: the report's `selection_noise`."""
-        for j in range(self.g, -1, -1):
-            measured = self.ctx.log.done(gen_key(j, "noise"), NoiseMeasured)
-            if measured is not None:
-                return max(measured.deltas, default=0.0)
-        return 0.0
-
-    def _last_noise(self, score: float) -> float | None:
-        """The floor measured in an earlier generation, while it still describes this policy: re-measured
-        after `noise_refresh` generations, or once main's selection score has moved by more than the floor
-        (the spread between seeds depends on the policy: a sharper one varies less)."""
-        ctx = self.ctx
-        for j in range(self.g - 1, -1, -1):
-            measured = ctx.log.done(gen_key(j, "noise"), NoiseMeasured)
-            if measured is None or not measured.deltas:  # not measured there (every rerun failed)
-                continue
-            scored = ctx.log.done(gen_key(j, "control-eval"), Evaluated)
-            moved = scored is not None and abs(score - scored.score) > measured.noise_floor
-            return None if self.g - j >= ctx.cfg.noise_refresh or moved else measured.noise_floor
-        return None
 
     def _main_replay(self, control_run: TrainedRun) -> tuple[dict[str, ReplayRecord], ReplaySet]:
         """Main re-scores its own rollouts plus the domain's hacking probes: the baseline every candidate's
@@ -400,16 +293,6 @@ def _valid(hypotheses: object, k: int) -> tuple[list[Hypothesis], str]:
         except (ValueError, TypeError, RecursionError) as e:
             problems.append(f"dropped hypothesis {i}: {failure_text(e, 300)}")
     return kept, "; ".join(problems)[:2000]
-
-
-def _same_rollouts(rerun: Path, control: TrainedRun) -> bool:
-    """The rerun generated exactly what main's run did, completion for completion."""
-    try:
-        rows = read_jsonl(rerun, RolloutRecord)
-    except (OSError, ValueError):
-        return False
-    return bool(rows) and [(r.task_id, r.completion) for r in rows] == [(r.task_id, r.completion)
-                                                                       for r in control.rollouts]
 
 
 def guard_labels(ctx: RunContext, g: int) -> list[str]:

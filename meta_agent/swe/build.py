@@ -25,6 +25,7 @@ from rich.console import Console
 from meta_agent.fsutil import atomic_write_text
 from meta_agent.progress import progress_bar
 from meta_agent.sealed import sealed_backend
+from meta_agent.swe.build_limits import instance_timeout, mutant_timeout, recheck_timeout, stall_timeout
 from meta_agent.swe.defaults import DEFAULT_MAX_PER_PROJECT
 from meta_agent.swe.difficulty import bug_site, likely_easy, names_function, site_finder
 from meta_agent.swe.env import project_env
@@ -187,12 +188,12 @@ class ProjectBuilder:
         judged = [t for t in base.passing if test_file_of(t) in files]
         try:
             with slots.borrow() as slot:
-                report = self._run_mutant(slot, m, original, mutated, judged, self.mutant_timeout(base))
+                report = self._run_mutant(slot, m, original, mutated, judged, mutant_timeout(base))
             recheck_s = 0.0
             if report.timed_out:
                 with slots.borrow_alone() as slot:
-                    report = self._run_mutant(slot, m, original, mutated, judged, self.recheck_timeout(base),
-                                              stall_timeout=self.stall_timeout(base))
+                    report = self._run_mutant(slot, m, original, mutated, judged, recheck_timeout(base),
+                                              stall_timeout=stall_timeout(base))
                 recheck_s = round(report.wall_time, 1)
         except GradingError as e:
             return self._record(m, "broken", str(e)[:2000])
@@ -208,37 +209,6 @@ class ProjectBuilder:
                                 recheck_s=recheck_s)
         messages = {t: report.tests[t].message for t in f2p[:MESSAGES_KEPT]}
         return self._record(m, "kept", fail_to_pass=f2p, pass_to_pass=p2p, messages=messages, recheck_s=recheck_s)
-
-    @staticmethod
-    def mutant_timeout(base: BaseRun) -> float:
-        """Tight, since mutants that loop forever are common and each costs this much."""
-        return 5.0 + 2.0 * base.wall_time
-
-    @staticmethod
-    def recheck_timeout(base: BaseRun) -> float:
-        """The re-check's limit for the whole run: ten times the tight timeout."""
-        return 10.0 * ProjectBuilder.mutant_timeout(base)
-
-    @staticmethod
-    def stall_timeout(base: BaseRun) -> float:
-        """The re-check's limit for one test: 20 s + 10 x the slowest test at the base.
-
-        A mutant that hangs costs about this (not the whole-run limit); one whose tests are
-        slow but keep finishing gets up to recheck_timeout.
-        """
-        return 20.0 + 10.0 * base.slowest
-
-    @staticmethod
-    def instance_timeout(base: BaseRun) -> float:
-        """An instance's test-run limit: 30 s + 3 x the suite's time, rounded up to 1, 2, 4, ... minutes.
-
-        Rounding keeps the value (which is part of the instance) the same on a busy and an idle
-        machine, so two builds of one set give the same files.
-        """
-        minutes = 1
-        while minutes * 60 < 30.0 + 3.0 * base.wall_time:
-            minutes *= 2
-        return float(minutes * 60)
 
     @staticmethod
     def _problem(report: TestReport) -> tuple[Status, str] | None:
@@ -272,7 +242,7 @@ class ProjectBuilder:
             instance_id=self.instance_id(rec), repo=self.repo_name, base_commit=bug, patch=patch,
             problem_statement=statement, FAIL_TO_PASS=rec.fail_to_pass, PASS_TO_PASS=rec.pass_to_pass,
             version=self.version, environment_setup_commit=self.base,
-            setup=self.setup.model_copy(update={"timeout_s": self.instance_timeout(base)}),
+            setup=self.setup.model_copy(update={"timeout_s": instance_timeout(base)}),
             mutation=MutationInfo(operator=m.operator, file=m.file, line=m.line, function=site.function,
                                   function_lines=site.lines, test_names_function=named),
             graded_as="unprivileged",  # the builder's tests run as the sandbox uid, never root
