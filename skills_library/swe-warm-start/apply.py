@@ -31,7 +31,8 @@ def apply(harness_dir: Path, params: dict) -> str:
             set_setting(harness_dir, f"warm_start.{key}", value)
     done = ["warm start: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                                         for k, v in settings.items())]
-    if get_setting(harness_dir, "rl.micro_batch_size") is None:  # the examples' memory: SKILL.md "Pitfalls"
+    per_pass = get_setting(harness_dir, "rl.micro_batch_size")
+    if per_pass is None or int(per_pass) > 1:  # the examples' memory: SKILL.md "Pitfalls"
         set_setting(harness_dir, "rl.micro_batch_size", 1)
         done.append("rl.micro_batch_size 1 (one example per pass: the same steps in less memory)")
     for key, least in (("max_turns", TURNS), ("turn_tokens", TURN_TOKENS)):
