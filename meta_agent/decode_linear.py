@@ -35,6 +35,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from sandboxes.base import MEMORY_ENV  # a sandbox's memory cap in MB, as its commands are told it
+
 SKINNY_ROWS = 64
 """Without oneDNN, products of at most this many rows go weight-first; more (a prefill) take `F.linear`,
 which is as fast there."""
@@ -42,9 +44,6 @@ which is as fast there."""
 PACK_HINT = 64
 """The row count oneDNN lays a packed weight out for; any count runs on it (1 to 1,024 measured), and on
 the EPYC the hint moved no row count by more than the run-to-run spread."""
-
-MEMORY_ENV = "META_AGENT_MEMORY_MB"
-"""A sandbox's memory cap in MB, as every sandboxed command is told it (a cgroup's limit is invisible inside)."""
 
 RESERVE_BYTES = 2 << 30
 """Memory left free when packing: a weight is packed only while this much would stay, after its packed copy,
