@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from bench.gpu_lib.common import SectionResults, log, sync
+from bench.gpu_lib.common import SectionResults, counting_reward, log, step_timer, sync
 
 # harness_repo/configs/math.yaml
 TEMPLATE: dict[str, Any] = {
@@ -29,7 +29,7 @@ def grpo_run(res: SectionResults, name: str, model_dir: Path, tok: Any, prompts:
              params: int) -> None:
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, TrainerCallback
+    from transformers import AutoModelForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
     steps = warmup + timed
@@ -38,25 +38,8 @@ def grpo_run(res: SectionResults, name: str, model_dir: Path, tok: Any, prompts:
     rng = random.Random(0)
     per_step: list[dict[str, int]] = []
 
-    def prompt_len(p: Any) -> int:
-        return len(tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True)["input_ids"])
-
-    def reward(prompts: list[Any], completions: list[Any], completion_ids: list[list[int]], **kw: Any
-               ) -> list[float]:
-        per_step.append({"completion": sum(len(c) for c in completion_ids),
-                         "prompt": sum(prompt_len(p) for p in prompts), "n": len(completion_ids)})
-        return [float(rng.random() < 0.5) for _ in completions]  # random 0/1: non-zero advantages
-
-    class StepTimer(TrainerCallback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-            self.last = time.perf_counter()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            sync(device)
-            now = time.perf_counter()
-            self.times.append(now - self.last)
-            self.last = now
+    reward = counting_reward(tok, per_step, lambda n: [float(rng.random() < 0.5) for _ in range(n)])
+    # random 0/1: non-zero advantages
 
     with tempfile.TemporaryDirectory() as scratch:
         args = GRPOConfig(
@@ -71,7 +54,7 @@ def grpo_run(res: SectionResults, name: str, model_dir: Path, tok: Any, prompts:
             generation_kwargs={"min_new_tokens": max_tokens},  # fixed lengths: timing must not depend on EOS
         )
         rows = [{"prompt": prompts["train"][i % len(prompts["train"])]} for i in range(steps * prompts_per_step)]
-        timer = StepTimer()
+        timer = step_timer(device)
         trainer = GRPOTrainer(
             model=model, reward_funcs=reward, args=args, train_dataset=Dataset.from_list(rows),
             processing_class=tok, callbacks=[timer],

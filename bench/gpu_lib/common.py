@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,46 @@ def save_random_model(path: Path, smoke: bool) -> int:
     model.save_pretrained(str(path), safe_serialization=True)
     return sum(p.numel() for p in model.parameters())
 
+
+
+# ---------------------------------------------------------------- a bare TRL run's timer and reward
+
+def step_timer(device: str) -> Any:
+    """A TRL callback that times each optimizer step (on_step_end to on_step_end, after a device sync) into
+    `.times` and keeps TRL's own `step_time` log values in `.trl`; set `.last` just before `train()`."""
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+            self.trl: list[float] = []
+            self.last = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            sync(device)
+            now = time.perf_counter()
+            self.times.append(now - self.last)
+            self.last = now
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+                   ) -> None:
+            if logs and "step_time" in logs:
+                self.trl.append(float(logs["step_time"]))
+
+    return StepTimer()
+
+
+def counting_reward(tok: Any, per_step: list[dict[str, int]], pay: Callable[[int], list[float]]) -> Callable[..., Any]:
+    """A reward function for TRL that appends each call's completion and prompt tokens to `per_step` and
+    pays its n completions `pay(n)`."""
+
+    def prompt_len(p: Any) -> int:
+        return len(tok.apply_chat_template(p, add_generation_prompt=True, tokenize=True)["input_ids"])
+
+    def reward(prompts: list[Any], completions: list[Any], completion_ids: list[list[int]], **kw: Any
+               ) -> list[float]:
+        per_step.append({"completion": sum(len(c) for c in completion_ids),
+                         "prompt": sum(prompt_len(p) for p in prompts), "n": len(completion_ids)})
+        return pay(len(completions))
+
+    return reward

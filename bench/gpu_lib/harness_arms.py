@@ -20,7 +20,16 @@ from typing import Any
 
 import torch
 
-from bench.gpu_lib.common import ROOT, SectionResults, fmt, log, median, save_random_model, sync
+from bench.gpu_lib.common import (
+    ROOT,
+    SectionResults,
+    counting_reward,
+    fmt,
+    log,
+    median,
+    save_random_model,
+    step_timer,
+)
 
 
 def make_harness_copy(dest: Path, config: Path, smoke: bool) -> dict[str, Any]:
@@ -134,7 +143,7 @@ def bare_run(res: SectionResults, name: str, repo: Path, policy: Path, tasks_fil
     """A plain GRPOTrainer with the harness's own GRPOConfig, model dir, LoRA settings and prompts."""
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
     cwd = os.getcwd()
@@ -164,33 +173,8 @@ def bare_run(res: SectionResults, name: str, repo: Path, policy: Path, tasks_fil
                       target_modules=p.target_modules, task_type="CAUSAL_LM")
     per_step: list[dict[str, int]] = []
 
-    def prompt_len(pr: Any) -> int:
-        return len(tok.apply_chat_template(pr, add_generation_prompt=True, tokenize=True)["input_ids"])
-
-    def reward(prompts: list[Any], completions: list[Any], completion_ids: list[list[int]], **kw: Any
-               ) -> list[float]:
-        per_step.append({"completion": sum(len(c) for c in completion_ids),
-                         "prompt": sum(prompt_len(x) for x in prompts)})
-        return [0.0] * len(completions)
-
-    class StepTimer(TrainerCallback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-            self.trl: list[float] = []
-            self.last = time.perf_counter()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            sync(device)
-            now = time.perf_counter()
-            self.times.append(now - self.last)
-            self.last = now
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
-                   ) -> None:
-            if logs and "step_time" in logs:
-                self.trl.append(float(logs["step_time"]))
-
-    timer = StepTimer()
+    reward = counting_reward(tok, per_step, lambda n: [0.0] * n)
+    timer = step_timer(device)
     with tempfile.TemporaryDirectory() as scratch:
         args = grpo_args(cfg, steps, 0, scratch)
         if force_len:
