@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from bench.gpu_lib.common import SectionResults, counting_reward, log, step_timer, sync
+from bench.gpu_lib.common import SectionResults, counting_reward, log, peak_memory_gib, step_timer, sync
 
 # harness_repo/configs/math.yaml
 TEMPLATE: dict[str, Any] = {
@@ -38,9 +38,8 @@ def grpo_run(res: SectionResults, name: str, model_dir: Path, tok: Any, prompts:
     rng = random.Random(0)
     per_step: list[dict[str, int]] = []
 
-    reward = counting_reward(tok, per_step, lambda n: [float(rng.random() < 0.5) for _ in range(n)])
     # random 0/1: non-zero advantages
-
+    reward = counting_reward(tok, per_step, lambda n: [float(rng.random() < 0.5) for _ in range(n)])
     with tempfile.TemporaryDirectory() as scratch:
         args = GRPOConfig(
             output_dir=scratch, max_steps=steps, per_device_train_batch_size=generations * prompts_per_step,
@@ -76,11 +75,7 @@ def grpo_run(res: SectionResults, name: str, model_dir: Path, tok: Any, prompts:
         mixed = str(getattr(trainer.accelerator, "mixed_precision", "?"))
         timer.last = time.perf_counter()
         trainer.train()
-    if device == "cuda":
-        peak_mem = torch.cuda.max_memory_allocated() / 2**30
-        torch.cuda.reset_peak_memory_stats()
-    else:
-        peak_mem = None
+    peak_mem = peak_memory_gib(device)
     step_s = statistics.median(timer.times[warmup:])
     gen_s = statistics.median(gen_times[warmup:]) if len(gen_times) >= steps else None
     tl = per_step[warmup:steps] or per_step

@@ -33,6 +33,7 @@ SMOLLM2_135M: dict[str, Any] = {
 def log(msg: str) -> None:
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
+
 def median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -41,7 +42,7 @@ class SectionResults:
     """Everything a benchmark measured, written to DIR/<stem>.json and .md after every section (a timeout
     still leaves what ran). A subclass names its stem and renders its markdown."""
 
-    stem = "results"
+    stem: str
 
     def __init__(self, out: Path | None, data: dict[str, Any]) -> None:
         self.out = out
@@ -109,6 +110,15 @@ def matmul_tflops(device: str, dtype: torch.dtype, n: int, reps: int = 10) -> fl
     return 2 * n**3 * reps / (time.perf_counter() - start) / 1e12
 
 
+def peak_memory_gib(device: str) -> float | None:
+    """The GPU's peak allocated memory since the last reset, in GiB (None on a CPU); resets it for the next run."""
+    if device != "cuda":
+        return None
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    torch.cuda.reset_peak_memory_stats()
+    return peak
+
+
 def sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
@@ -150,7 +160,6 @@ def save_random_model(path: Path, smoke: bool) -> int:
     model.generation_config.do_sample = False  # greedy unless a caller samples
     model.save_pretrained(str(path), safe_serialization=True)
     return sum(p.numel() for p in model.parameters())
-
 
 
 # ---------------------------------------------------------------- a bare TRL run's timer and reward

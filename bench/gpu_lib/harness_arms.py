@@ -27,6 +27,7 @@ from bench.gpu_lib.common import (
     fmt,
     log,
     median,
+    peak_memory_gib,
     save_random_model,
     step_timer,
 )
@@ -188,9 +189,7 @@ def bare_run(res: SectionResults, name: str, repo: Path, policy: Path, tasks_fil
         timer.last = time.perf_counter()
         trainer.train()
         wall = time.perf_counter() - start
-    peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
+    peak = peak_memory_gib(device)
     step_s = median(timer.times[warmup:])
     tl = per_step[warmup:steps]
     comp = statistics.mean(x["completion"] for x in tl) if tl else None
