@@ -42,6 +42,11 @@ class RLSettings(BaseModel):
         True, description="the learner encodes each group's prompt once and scores its completions against that "
         "cache (harness/shared_prefix.py): the same log-probs and gradients up to float rounding, fewer tokens "
         "through forward and backward; false: TRL's own forward, every row whole")
+    skip_zero_advantage: bool = Field(
+        True, description="the learner runs the completions whose advantage is 0 (a group with no reward spread) "
+        "or that a filter weighted 0 without autograd: they add exactly 0 to every gradient, and backward skips "
+        "them (harness/zero_advantage.py; the same loss, gradients and logged metrics); false: autograd through "
+        "every row, as in TRL")
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=0.95, description="GPU memory vLLM may take")
     micro_batch_size: int | None = Field(
         None, ge=1, le=4096, description="at most this many completions per forward and backward pass: a step's "

@@ -123,6 +123,7 @@ def train(
             rollouts_out=rollouts,
             merged_dtype=training_dtype(cfg.rl.precision) if cfg.rl.generation == "merged" else None,
             shared_prefix=cfg.rl.shared_prefix,
+            skip_zero_advantage=cfg.rl.skip_zero_advantage,
             callbacks=[MetricsCallback(metrics, trainer_ref, progress), FollowShare()],
             **extra,
         )

@@ -14,6 +14,7 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
+from harness import zero_advantage
 from harness.config import HarnessConfig
 from harness.domain import DomainModule
 from harness.io import JsonlAppender, harness_commit, rollout_record
@@ -86,13 +87,16 @@ def weight_advantages(out: dict[str, Any], weights: list[float]) -> torch.Tensor
 
 class HarnessGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, scorer: HarnessScorer, rollouts_out: JsonlAppender,
-                 merged_dtype: torch.dtype | None = None, shared_prefix: bool = True, **kw: Any) -> None:
+                 merged_dtype: torch.dtype | None = None, shared_prefix: bool = True,
+                 skip_zero_advantage: bool = True, **kw: Any) -> None:
         score_completion_rows_only()
         super().__init__(*args, reward_funcs=[scorer], **kw)
         self.scorer = scorer
         self.scorer.eos_ids = set(self.eos_token_ids) | {self._tokenizer.pad_token_id}
         self.rollouts_out = rollouts_out
         self.shared_prefix = shared_prefix
+        self.skip_zero_advantage = skip_zero_advantage
+        self.still: torch.Tensor | None = None  # set by _compute_loss for the learner's forward it calls
         self.kept_frac: list[float] = []
         # rl.generation: merged samples with a merged copy of the policy (harness/merged_policy.py)
         self.merged = (MergedPolicy(self.accelerator.unwrap_model(self.model), merged_dtype)
@@ -120,7 +124,15 @@ class HarnessGRPOTrainer(GRPOTrainer):
                                            batch_size: int | None = None, compute_entropy: bool = False,
                                            compute_aux_loss: bool = False, **extra: Any) -> Any:
         """TRL's learner log-probs, with each group's prompt encoded once where the batch allows it
-        (harness/shared_prefix.py); TRL's own path otherwise."""
+        (harness/shared_prefix.py); TRL's own path otherwise. Inside `_compute_loss`, the rows it marked
+        still run without autograd (harness/zero_advantage.py)."""
+        still, self.still = self.still, None
+        if (still is not None and still.numel() == input_ids.size(0) and not compute_aux_loss
+                and all(v is None for v in extra.values())):
+            def forward(ids: torch.Tensor, mask: torch.Tensor) -> Any:
+                return self._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep, batch_size=batch_size,
+                                                               compute_entropy=compute_entropy)
+            return zero_advantage.split_forward(forward, still, input_ids, attention_mask)
         if not self.shared_prefix or compute_aux_loss or any(v is not None for v in extra.values()):
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
@@ -137,6 +149,19 @@ class HarnessGRPOTrainer(GRPOTrainer):
             logps.append(part[0])
             entropies.append(part[1])
         return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        """TRL's loss, with the rows that cannot move the weights through the learner without autograd
+        (harness/zero_advantage.py)."""
+        still = zero_advantage.still_rows(self, inputs) if self.skip_zero_advantage else None
+        if still is None or not bool(still.any()):
+            return super()._compute_loss(model, inputs)
+        self.still = still
+        try:
+            loss = super()._compute_loss(model, inputs)
+        finally:
+            self.still = None
+        return loss + zero_advantage.zero_loss(model) if bool(still.all()) else loss
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = super()._generate_and_score_completions(inputs)
