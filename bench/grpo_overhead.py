@@ -1,10 +1,13 @@
 """Seconds per GRPO step on this machine: the harness (sandboxed, as meta-agent runs it) vs bare TRL.
 
-Three arms, one after another in this run, on the same model, prompts (in the same order) and settings:
+Five arms, one after another in this run, on the same model, prompts (in the same order) and settings:
 
   harness          the template as `meta-agent init` builds it: rl.generation merged (completions sampled
-                   by a LoRA-merged copy in the training dtype), completion-rows-only log-probs and
-                   rl.shared_prefix (each group's prompt encoded once by the learner)
+                   by a LoRA-merged copy in the training dtype), completion-rows-only log-probs,
+                   rl.shared_prefix (each group's prompt encoded once by the learner) and
+                   rl.skip_zero_advantage (rows of advantage 0 through the learner without autograd: they move
+                   nothing)
+  harness-every-row the same harness with rl.skip_zero_advantage: false (autograd through every row)
   harness-unshared the same harness with rl.shared_prefix: false (the learner runs every row whole)
   harness-old      the harness with rl.generation: transformers (TRL samples with the trained model, as
                    the harness did before) and rl.shared_prefix: false; it keeps the completion-rows-only head
@@ -89,13 +92,14 @@ def run_bare(policy: Path, convs: list[list[dict[str, str]]], steps: int, stock:
 
 
 def run_harness(policy: Path, tasks: list[Task], steps: int, work: Path, sandbox: str, generation: str,
-                shared_prefix: bool) -> tuple[list[float], list[int], list[str]]:
-    """(seconds per step, tokens per step, task ids in the order the harness's curriculum fed them)."""
+                shared_prefix: bool, skip: bool) -> tuple[list[float], list[int], list[str], float]:
+    """(seconds per step, tokens per step, task ids in the order the harness's curriculum fed them, the share of
+    steps 2.. rollouts whose advantage was 0)."""
     repo = init_harness(work / "harness", "math")
     cfg_path = Path(repo.working_dir) / "harness.yaml"
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["rl"].update(num_generations=GENERATIONS, prompts_per_step=PROMPTS, max_completion_length=MAX_TOKENS,
-                     generation=generation, shared_prefix=shared_prefix)
+                     generation=generation, shared_prefix=shared_prefix, skip_zero_advantage=skip)
     cfg_path.write_text(yaml.safe_dump(cfg))
     repo.git.add(A=True)
     repo.index.commit("bench shape")
@@ -108,7 +112,9 @@ def run_harness(policy: Path, tasks: list[Task], steps: int, work: Path, sandbox
     per_step = [sum(r.prompt_tokens + r.completion_tokens for r in run.rollouts if r.step == s)
                 for s in range(1, steps + 1)]
     order = list(dict.fromkeys(r.task_id for r in sorted(run.rollouts, key=lambda r: (r.step, r.group_id))))
-    return [m.wall_time for m in run.output.metrics], per_step, order
+    later = [r for r in run.rollouts if r.step > 1]
+    still = sum(r.advantage == 0 for r in later) / max(len(later), 1)
+    return [m.wall_time for m in run.output.metrics], per_step, order, still
 
 
 def main() -> None:
@@ -139,8 +145,8 @@ def main() -> None:
           f"bf16 {peak['bf16'] / 1e9:.0f} GFLOP/s", flush=True)
 
     by_id = {t.id: t for t in tasks}
-    harness_arms = (("harness", "merged", True), ("harness-unshared", "merged", False),
-                    ("harness-old", "transformers", False))
+    harness_arms = (("harness", "merged", True, True), ("harness-every-row", "merged", True, False),
+                    ("harness-unshared", "merged", False, False), ("harness-old", "transformers", False, False))
     names = [a[0] for a in harness_arms] + ["bare TRL"]
     arms: dict[str, tuple[list[float], list[int]]] = {}
     order: list[str] = []  # set by the first harness arm, which round 1 runs before bare TRL
@@ -153,10 +159,12 @@ def main() -> None:
                 ptoks = prompt_tokens(policy, convs)
                 toks = [c + GENERATIONS * sum(ptoks[PROMPTS * s: PROMPTS * (s + 1)]) for s, c in enumerate(ctoks)]
             else:
-                _, generation, shared = next(a for a in harness_arms if a[0] == name)
+                _, generation, shared, skip = next(a for a in harness_arms if a[0] == name)
                 with tempfile.TemporaryDirectory() as work:
-                    times, toks, order = run_harness(policy, tasks, args.steps, Path(work), args.sandbox, generation,
-                                                     shared)
+                    times, toks, order, still = run_harness(policy, tasks, args.steps, Path(work), args.sandbox,
+                                                            generation, shared, skip)
+                print(f"  round {round_ + 1}: {name}: {100 * still:.0f}% of steps 2.. rollouts had advantage 0",
+                      flush=True)
             # step 1 pays one-time costs (allocator warm-up, lazy init) in every arm: each round keeps 2..N
             kept = arms.setdefault(name, ([], []))
             kept[0].extend(times[1:])
@@ -181,8 +189,10 @@ def main() -> None:
           "overhead; <= 0.5 the faster step)")
     print(f"RATIO harness-unshared/harness-old (the sampling change alone) = "
           f"{total['harness-unshared'] / total['harness-old']:.3f}")
-    print(f"RATIO harness/harness-unshared (the shared prefix alone) = "
-          f"{total['harness'] / total['harness-unshared']:.3f}")
+    print(f"RATIO harness-every-row/harness-unshared (the shared prefix alone) = "
+          f"{total['harness-every-row'] / total['harness-unshared']:.3f}")
+    print(f"RATIO harness/harness-every-row (still rows through the learner without autograd alone) = "
+          f"{total['harness'] / total['harness-every-row']:.3f}")
     if args.stock:
         s_times, s_ctoks = run_bare(policy, convs, 2, stock=True, precision=precision)
         s_tok = s_ctoks[-1] + GENERATIONS * sum(ptoks[PROMPTS: 2 * PROMPTS])
