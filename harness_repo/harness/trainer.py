@@ -126,14 +126,14 @@ class HarnessGRPOTrainer(GRPOTrainer):
         """TRL's learner log-probs, with each group's prompt encoded once where the batch allows it
         (harness/shared_prefix.py); TRL's own path otherwise. Inside `_compute_loss`, the rows it marked
         still run without autograd (harness/zero_advantage.py)."""
+        text_only = not compute_aux_loss and all(v is None for v in extra.values())
         still, self.still = self.still, None
-        if (still is not None and still.numel() == input_ids.size(0) and not compute_aux_loss
-                and all(v is None for v in extra.values())):
+        if still is not None and text_only and still.numel() == input_ids.size(0):
             def forward(ids: torch.Tensor, mask: torch.Tensor) -> Any:
                 return self._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep, batch_size=batch_size,
                                                                compute_entropy=compute_entropy)
             return zero_advantage.split_forward(forward, still, input_ids, attention_mask)
-        if not self.shared_prefix or compute_aux_loss or any(v is not None for v in extra.values()):
+        if not self.shared_prefix or not text_only:
             return super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
