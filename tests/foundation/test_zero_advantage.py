@@ -9,6 +9,7 @@ where nothing can move must still step the optimizer on zero gradients as TRL's 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.slow  # builds a trainer on a model: not in `make test-
 
 
 @pytest.fixture(scope="module")
-def trainer(tiny_policy: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def trainer(tiny_policy: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from datasets import Dataset
 
     from harness.config import HarnessConfig
@@ -48,7 +49,12 @@ def trainer(tiny_policy: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
         for name, p in trainer.model.named_parameters():
             if "lora_" in name:
                 p.add_(0.05 * torch.randn(p.shape, generator=draw))
-    return trainer
+    yield trainer
+    # the trainer set accelerate's process-wide state (no mixed precision); a later test in this worker that
+    # builds its own Accelerator (bf16) would be refused
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(reset_partial_state=True)
 
 
 def _inputs(advantages: list[float], dropped: tuple[int, ...] = ()) -> dict[str, torch.Tensor]:
