@@ -94,6 +94,11 @@ def shard_of(items: list[T], shard: Shard | None, align: int = 1) -> list[T]:
     return items[blocks * i // n * align: blocks * (i + 1) // n * align]
 
 
+def shards_with_work(size: int, shards: int, align: int = 1) -> int:
+    """How many of `shards` slices of `size` items `shard_of` leaves non-empty: one per batch at most."""
+    return min(shards, -(-size // max(1, align)))
+
+
 def merge_shards(parts: list[EvalResult]) -> EvalResult:
     """One evaluation from its shards, given in shard order: the same results, in the same order, as the
     whole evaluation, and the score (mean and CI) computed from them as the domain does; `wall_time` is

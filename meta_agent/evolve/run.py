@@ -20,10 +20,12 @@ from filelock import FileLock, Timeout
 from meta_agent.agents.base import BudgetAware, Proposer
 from meta_agent.config import EvolveConfig, build
 from meta_agent.crashpoints import crashpoint
-from meta_agent.domains import DOMAINS, EvalResult, domain_entry, domain_for
+from meta_agent.domains import DOMAINS, Domain, EvalResult, domain_entry, domain_for
+from meta_agent.domains.base import Split, shards_with_work
 from meta_agent.errors import RunDirError, UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.context import Budget, Reporter, RunContext
+from meta_agent.evolve.estimate import eval_batch_of
 from meta_agent.evolve.generation import Generation
 from meta_agent.evolve.static_arm import static_policy
 from meta_agent.evolve.steps import eval_jobs, finish_eval, results
@@ -105,6 +107,28 @@ def _check_evaluation(cfg: EvolveConfig) -> None:
                         f"`shard` (docs/plugins.md); set executor.eval_shards: 1")
 
 
+def idle_shards(cfg: EvolveConfig, domain: Domain) -> str | None:
+    """Why some of `executor.eval_shards` jobs would get no task, or None: shards cut only at the domain's
+    evaluation batches (so merged answers equal one job's), so a split with fewer batches than shards leaves
+    the rest idle, which a user who asked for N workers would not expect."""
+    shards = cfg.executor.eval_shards
+    if shards <= 1:
+        return None
+    align = eval_batch_of(cfg)
+    idle = []
+    splits: tuple[tuple[Split, int | None], ...] = (("selection", cfg.selection_limit), ("test", cfg.test_limit))
+    for split, limit in splits:
+        size = len(domain.tasks(split)[:limit])
+        busy = shards_with_work(size, shards, align)
+        if busy < shards:
+            idle.append(f"a {split} evaluation of {size} tasks in batches of {align} gives {busy} of them work")
+    if not idle:
+        return None
+    return (f"executor.eval_shards is {shards}, but shards are cut only at evaluation batches (so that their merged "
+            f"answers equal one job's): {'; '.join(idle)}. The other shard jobs finish at once with nothing to do; "
+            "a smaller eval_batch_size or fewer shards uses the workers you have")
+
+
 def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunContext:
     """A run's context: set up (run.json first, then the harness repo, then `run/start`, each safe to
     redo after a kill), or picked up again, with what loading had to repair in `ctx.repairs`."""
@@ -139,6 +163,9 @@ def prepare(cfg: EvolveConfig, reporter: Reporter, resume: bool = False) -> RunC
         budget=Budget(wall_seconds=cfg.budget.wall_minutes * 60 if cfg.budget.wall_minutes else None),
         kit_dir=prepare_kit(run_dir / ".skillkit"), repairs=repairs, executor=executor,
     )
+    idle = idle_shards(cfg, domain)
+    if idle:
+        reporter.phase(idle)
     if isinstance(ctx.proposer, BudgetAware):
         ctx.budget.extra_checks.append(ctx.proposer.budget_reason)
     event = ctx.step(RUN_START, RunStarted, lambda: RunStarted(

@@ -76,3 +76,26 @@ def test_sharding_a_domain_whose_evaluate_takes_no_shard_is_refused_before_the_r
     _check_evaluation(EvolveConfig.model_validate({"domain": name}))  # unsharded: fine
     with pytest.raises(UserError, match=r"eval_shards is 2, but the .*DomainWithoutShards domain's evaluate takes no"):
         _check_evaluation(EvolveConfig.model_validate({"domain": name, "executor": {"eval_shards": 2}}))
+
+
+def test_a_user_asking_for_more_shards_than_batches_is_told_which_would_idle() -> None:
+    """`eval_shards: 4` with the default batch of 64 on 100 selection tasks: only 2 jobs get work. The run
+    says so (and how to use the workers) instead of idling half of them silently."""
+    from meta_agent.config import EvolveConfig
+    from meta_agent.evolve.run import idle_shards
+
+    def config(shards: int, batch: int) -> EvolveConfig:
+        return EvolveConfig.model_validate({
+            "domain": "math", "executor": {"eval_shards": shards}, "selection_limit": 7, "test_limit": 4,
+            "math": {"train_size": 8, "selection_size": 7, "test_size": 4, "eval_batch_size": batch}})
+
+    cfg = config(6, 2)
+    note = idle_shards(cfg, MathDomain(cfg.math))
+    assert note is not None
+    assert "eval_shards is 6" in note
+    assert "selection evaluation of 7 tasks in batches of 2 gives 4 of them work" in note
+    assert "test evaluation of 4 tasks in batches of 2 gives 2 of them work" in note
+    cfg = config(2, 2)
+    assert idle_shards(cfg, MathDomain(cfg.math)) is None, "every shard has a batch: nothing to say"
+    cfg = config(1, 64)
+    assert idle_shards(cfg, MathDomain(cfg.math)) is None, "unsharded: nothing to say"
