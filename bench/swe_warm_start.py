@@ -9,6 +9,8 @@ easy tier, the same GRPO steps and seed each:
   warm-start    the same with the `swe-warm-start` seed skill applied by its apply.py (supervised steps on
                 the train split's own fixes, acted out as episodes, before GRPO)
   warm-start-one-pass   the same skill with half its steps (one pass over the demonstrations)
+  warm-start-all        the skill with every easy train instance handed to the harness (169 in the default
+                        set, not 48) and two passes over the demonstrations that fit its turns
 
 and reports, for each, the funnel of its training episodes (ran a command, left a diff, touched the file the
 fix is in, resolved by the sealed verifier, groups with a resolved episode) and the trained policy on the
@@ -49,7 +51,10 @@ ARMS: dict[str, dict[str, dict[str, object]]] = {
     "reference": {},
     "warm-start": {"swe-warm-start": {}},  # the skill's own parameters
     "warm-start-one-pass": {"swe-warm-start": {"steps": 48}},  # half the skill's steps
+    # two passes over every easy train instance whose demonstration fits (135 of the default set's 169)
+    "warm-start-all": {"swe-warm-start": {"steps": 340, "max_demos": 170}},
 }
+SWE_SETTINGS: dict[str, dict[str, object]] = {"warm-start-all": {"train_size": None}}  # None: every train instance
 
 
 def _gold_files(run: Path) -> dict[str, set[str]]:
@@ -93,7 +98,8 @@ def _arm(out: Path, name: str, skills: dict[str, dict[str, object]], policy: str
     # 20 GB by default, as the published arms ran: their reference trained its 4 episodes in one pass (killed at
     # step 8 under the default 12 GB; it now runs one per pass and fits), and the warm start's SFT took 13 GB
     atomic_write_text(config, yaml.safe_dump({"domain": "swe", "policy": policy, "sandbox": {"memory_mb": memory_mb},
-                                              "swe": {"tiers": ["easy"], "selection_size": selection}}))
+                                              "swe": {"tiers": ["easy"], "selection_size": selection,
+                                                      **SWE_SETTINGS.get(name, {})}}))
 
     def meta_agent(*args: str) -> None:
         print(f"{name}: meta-agent {' '.join(args)}", flush=True)
