@@ -13,14 +13,15 @@ TURNS, TURN_TOKENS = 5, 48
 
 
 def apply(harness_dir: Path, params: dict) -> str:
-    steps = int(params.get("steps", 96))
+    steps = int(params.get("steps", 340))
     if not 1 <= steps <= 1000:
         raise ValueError(f"steps {steps} is outside [1, 1000]")
-    batch_size, max_demos = int(params.get("batch_size", 1)), int(params.get("max_demos", 48))
+    batch_size, max_demos = int(params.get("batch_size", 1)), int(params.get("max_demos", 170))
     if not 1 <= batch_size <= 256 or not 1 <= max_demos <= 100_000:
         raise ValueError(f"batch_size {batch_size} or max_demos {max_demos} is out of range")
-    # The steps are sized for max_demos demonstrations (96 of one: two passes over 48); where the task set
-    # yields fewer, the harness cuts them to as many passes, not more passes over fewer.
+    # The steps are sized for max_demos demonstrations (340 of one: two passes over 170, every easy train
+    # instance of the default set); where the task set yields fewer, the harness cuts them to as many
+    # passes, not more passes over fewer.
     passes = round(steps * batch_size / max_demos, 3)
     settings = {"steps": steps, "batch_size": batch_size,  # demonstrations per step
                 "max_demos": max_demos, "passes": passes,
