@@ -132,6 +132,8 @@ def skills_harness(reference: Path, dest: Path, names: list[str], sandbox: str, 
                           kit_dir=prepare_kit(work / "kit"), readable=[seed_skills()], when=None)
     if commit is not None:
         repo.git.update_ref("refs/heads/main", commit, main)
+        if not repo.head.is_detached and repo.head.ref.name == "main":
+            repo.git.reset("--hard", "main")  # the checkout follows main (else its index reads as a revert)
     return bundle
 
 
