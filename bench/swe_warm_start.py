@@ -51,7 +51,8 @@ ARMS: dict[str, dict[str, dict[str, object]]] = {
     "reference": {},
     "warm-start": {"swe-warm-start": {}},  # the skill's own parameters
     "warm-start-one-pass": {"swe-warm-start": {"steps": 48}},  # half the skill's steps
-    # two passes over every easy train instance whose demonstration fits (135 of the default set's 169)
+    # two passes over every easy train instance whose demonstration fits (145 of the default set's 169 fit the
+    # reference's 6 x 128 turns)
     "warm-start-all": {"swe-warm-start": {"steps": 340, "max_demos": 170}},
 }
 SWE_SETTINGS: dict[str, dict[str, object]] = {"warm-start-all": {"train_size": None}}  # None: every train instance

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from meta_agent.agents.base import Implementation, Outcome, ProposalContext, Workspace
 from meta_agent.config import SandboxSettings
 from meta_agent.eventlog import EventLog
-from meta_agent.gitops import author_env, open_harness
+from meta_agent.gitops import advance, author_env, open_harness
 from meta_agent.hypothesis import Hypothesis
 from meta_agent.journal import Merged, VerdictRecorded
 from meta_agent.paths import seed_skills
@@ -131,9 +131,7 @@ def skills_harness(reference: Path, dest: Path, names: list[str], sandbox: str, 
                           limits=SandboxSettings(backend=sandbox).limits(), work=work / "edit",
                           kit_dir=prepare_kit(work / "kit"), readable=[seed_skills()], when=None)
     if commit is not None:
-        repo.git.update_ref("refs/heads/main", commit, main)
-        if not repo.head.is_detached and repo.head.ref.name == "main":
-            repo.git.reset("--hard", "main")  # the checkout follows main (else its index reads as a revert)
+        advance(repo, "main", commit, main)  # the checkout follows main, as a merge's does
     return bundle
 
 
