@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 OUTPUT_CUT_MARKER = "\n[... output cut by sandbox: {dropped} bytes dropped ...]\n"
 
@@ -59,6 +59,10 @@ class Limits:
     `sandboxes/disk_quota.py`). Over it the command is killed and what it wrote is deleted."""
 
 
+AT_MEMORY_LIMIT = 0.9
+"""The share of its memory limit a timed-out command held for its timeout to be reported as out of memory."""
+
+
 @dataclass(frozen=True)
 class RunResult:
     """What happened to one command run inside a session."""
@@ -74,6 +78,18 @@ class RunResult:
     """The command wrote more than `Limits.disk_mb`: it was stopped and what it wrote was deleted."""
     disk_quota_detail: str = ""
     """Which directory, how much, and the quota (set with `disk_quota_exceeded`)."""
+    held_at_kill_mb: int | None = None
+    """The private memory the command's processes held when the sandbox killed it (timed out, or over the disk
+    quota), as its PID 1 measured it; None when it was not killed or nothing could be measured."""
+    memory_limit_mb: int | None = None
+    """The session's memory limit, for reading `held_at_kill_mb`."""
+
+    @property
+    def stalled_out_of_memory(self) -> bool:
+        """Timed out while holding nearly all of its memory limit: a process at its cgroup's limit is slowed by
+        the kernel reclaiming for it, and on a busy machine may reach its timeout before the OOM killer."""
+        held, limit = self.held_at_kill_mb, self.memory_limit_mb
+        return self.timed_out and held is not None and limit is not None and held >= AT_MEMORY_LIMIT * limit
 
     @property
     def ok(self) -> bool:
@@ -84,8 +100,13 @@ class RunResult:
         if self.disk_quota_exceeded:
             head = (f"went over its disk quota and was stopped: {self.disk_quota_detail}; write less, or give the "
                     "session a larger quota (Limits.disk_mb)")
+        elif self.stalled_out_of_memory:
+            head = (f"ran out of memory and timed out after {self.wall_time:.1f}s: it held {self.held_at_kill_mb} MB "
+                    f"of the sandbox's {self.memory_limit_mb} MB limit when it was killed; give it more memory "
+                    "(the sandbox's memory_mb) or have it use less")
         elif self.timed_out:
-            head = f"timed out after {self.wall_time:.1f}s and was killed"
+            held = f" (holding {self.held_at_kill_mb} MB of memory)" if self.held_at_kill_mb is not None else ""
+            head = f"timed out after {self.wall_time:.1f}s and was killed{held}"
         elif self.oom_killed:
             head = "ran out of memory (killed by the sandbox memory limit)"
         else:
@@ -224,6 +245,14 @@ class OutputBuffer:
         if self.dropped:
             return body + OUTPUT_CUT_MARKER.format(dropped=self.dropped), True
         return body, False
+
+
+def held_memory(reported: Any) -> int | None:
+    """The `held_at_kill_mb` a sandbox's PID 1 reported, if it is a plausible number of MB (the command shares
+    that process's sandbox, so the figure only ever goes into a message)."""
+    if isinstance(reported, int) and not isinstance(reported, bool) and 0 <= reported < 1 << 40:
+        return reported
+    return None
 
 
 def captured_result(

@@ -38,6 +38,7 @@ from sandboxes.base import (
     SandboxError,
     captured_result,
     clean_env,
+    held_memory,
 )
 from sandboxes.bwrap_args import CgroupJoin, sandbox_args
 from sandboxes.cgroups import CgroupUnavailable, SessionCgroup, create_session_cgroup, pid_alive
@@ -254,9 +255,9 @@ class BwrapSession(ClosingSession):
                 if self.cgroup:
                     self.cgroup.kill_all()
             if self.cgroup:
-                outcome = result.to_result(oom_killed=self.cgroup.oom_kills() > oom_before)
+                outcome = result.to_result(self.cgroup.oom_kills() > oom_before, self.limits.memory_mb)
             else:
-                outcome = result.to_result(oom_killed=False)
+                outcome = result.to_result(False, self.limits.memory_mb)
                 failed = outcome.exit_code != 0 and not outcome.timed_out
                 outcome = replace(outcome, oom_killed=failed and any(s in outcome.stderr for s in RLIMIT_OOM_SIGNS))
             over = self.quota.settle(result.full_tmpfs)  # nothing of the command runs any more
@@ -287,6 +288,7 @@ class _Run:
         self.stopping = False
         self.sandbox_lost = False
         self.full_tmpfs: list[str] = []
+        self.held_at_kill_mb: int | None = None
         self.start = time.monotonic()
 
     def execute(self, request: dict[str, Any], timeout: float) -> _Run:
@@ -356,6 +358,7 @@ class _Run:
                         elif message["event"] == "reset":
                             reset_done = True
                             self.full_tmpfs = list(message.get("full") or [])
+                            self.held_at_kill_mb = held_memory(message.get("held_at_kill_mb"))
         except OSError:
             self.sandbox_lost = True
         finally:
@@ -368,10 +371,11 @@ class _Run:
         self.stopping = True
         return time.monotonic() + GRACE_S
 
-    def to_result(self, oom_killed: bool) -> RunResult:
+    def to_result(self, oom_killed: bool, memory_limit_mb: int) -> RunResult:
         code = self.exit_code if self.exit_code is not None else -9
-        return captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
-                               oom_killed=oom_killed)
+        result = captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
+                                 oom_killed=oom_killed)
+        return replace(result, held_at_kill_mb=self.held_at_kill_mb, memory_limit_mb=memory_limit_mb)
 
 
 class BwrapSandbox:

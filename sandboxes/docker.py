@@ -38,6 +38,7 @@ from sandboxes.base import (
     SandboxError,
     captured_result,
     clean_env,
+    held_memory,
 )
 from sandboxes.channel import INIT_SCRIPT, MessageReader, init_command
 from sandboxes.disk_quota import TMPFS, DiskQuota, fsize_limit, tmpfs_bytes
@@ -238,7 +239,8 @@ class DockerSession(ClosingSession):
                 container.remove()
                 self._container = None
                 oom = oom or (run.exit_code == 137 and not run.timed_out and not run.stopping)
-            outcome = run.to_result(oom)
+            outcome = replace(run.to_result(oom), held_at_kill_mb=held_memory(reset.get("held_at_kill_mb")),
+                              memory_limit_mb=self.limits.memory_mb)
             over = self.quota.settle(reset.get("full") or [])  # nothing of the command runs any more
             return replace(outcome, disk_quota_exceeded=True, disk_quota_detail=over) if over else outcome
 

@@ -120,6 +120,24 @@ def _oom_kills() -> int | None:
     return None
 
 
+def _held_memory_mb() -> int:
+    """The private memory the processes other than us hold, in MB (proportional: a page two forks share counts
+    half in each): what a memory limit counts that no reclaim can free without swap."""
+    total_kb = 0
+    for pid in _live_others():
+        fields: dict[str, int] = {}
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    name, _, rest = line.partition(":")
+                    if name in ("Pss_Anon", "Anonymous"):
+                        fields[name] = int(rest.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # gone, or a kernel without the file: it counts as nothing
+        total_kb += fields.get("Pss_Anon", fields.get("Anonymous", 0))
+    return total_kb // 1024
+
+
 def remove_changed_since(root: str, since_ns: int, spare: Mapping[tuple[int, int], int] | None = None) -> None:
     """Delete every entry under `root` created or changed at or after `since_ns` (ctime, which no program can
     set back), deepest first, but those in `spare` ((st_dev, st_ino) -> ctime) still unchanged; never follows
@@ -188,6 +206,8 @@ class Init:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.current: int | None = None
+        self.held_at_kill_mb: int | None = None
+        """What the run held when it was killed (timed out, or over the disk quota); sent with the next reset."""
         # What changed in a tmpfs after the last reset, the current run wrote. (The kernel stamps changes with a
         # clock up to a tick behind this one: what a run writes in its first few ms and never again looks older.)
         self.last_reset_ns = time.time_ns()
@@ -244,11 +264,14 @@ class Init:
     def handle(self, message: dict[str, Any], fds: list[int]) -> None:
         op = message.get("op")
         if op == "spawn":
+            self.held_at_kill_mb = None
             self.spawn(message, fds)
             return
         for fd in fds:
             os.close(fd)
         if op == "kill":
+            # Measured before the kill: a command stalled at its memory limit reads as out of memory, not slow.
+            self.held_at_kill_mb = _held_memory_mb()
             self.channel.send({"event": "killed", "clean": self.kill_all()})
         elif op == "reset":
             clean = self.kill_all()
@@ -257,7 +280,9 @@ class Init:
             for path in full:
                 remove_changed_since(path, self.last_reset_ns + 1)
             self.last_reset_ns = time.time_ns()
-            self.channel.send({"event": "reset", "clean": clean, "oom_kills": _oom_kills(), "full": full})
+            self.channel.send({"event": "reset", "clean": clean, "oom_kills": _oom_kills(), "full": full,
+                               "held_at_kill_mb": self.held_at_kill_mb})
+            self.held_at_kill_mb = None
         else:
             self.channel.send({"event": "error", "detail": f"unknown op {op!r}"})
 

@@ -34,7 +34,9 @@ def test_each_fault_is_rejected_at_its_stage_with_its_reason(tmp_path: Path) -> 
     run = tmp_path / "faults"
     config = tiny_config(run, generations=1, candidates=len(EXPECTED) + 2, noise_reruns=0, control="none",
                          skills=[str(FAULT_SKILLS)],
-                         sandbox={"backend": "bwrap", "memory_mb": 4000, "train_timeout_s": 30},
+                         # 1.5 GB: the scripted training needs a few hundred MB, and the unbounded allocator reaches
+                         # the limit in seconds even on a busy machine (at 4 GB it took 30 s under the full suite)
+                         sandbox={"backend": "bwrap", "memory_mb": 1500, "train_timeout_s": 30},
                          # two worker processes: a crash, an OOM or a timeout inside a worker's backtest is
                          # that candidate's failure, not a lost worker (and the 30 s loop overlaps the others)
                          executor={"kind": "local", "parallel": 2, "retries": 1})

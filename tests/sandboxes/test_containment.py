@@ -10,9 +10,11 @@ import os
 import socket
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
-from sandboxes.base import Session
+from sandboxes.base import Sandbox, Session
+from tests.sandboxes.conftest import TEST_LIMITS
 from tests.sandboxes.sandbox_test_helpers import LoopbackServer, assert_still_works, host_processes_with
 
 PY = sys.executable
@@ -147,6 +149,28 @@ def test_allocating_past_the_memory_limit_is_reported_as_oom(session: Session) -
     assert result.oom_killed and not result.ok
     assert "out of memory" in result.describe_failure()
     assert_still_works(session)
+
+
+def test_a_command_that_times_out_at_its_memory_limit_is_reported_as_out_of_memory(
+    backend: Sandbox, workdir: Path
+) -> None:
+    # A process at its cgroup's limit is slowed by the kernel reclaiming for it, and on a busy machine its timeout
+    # can come before the OOM killer: a user told only "timed out" looks for a slow loop. Here the command holds
+    # ~94% of its limit and waits, so the kill finds it there.
+    holding = "import time\nblob = b'x' * (480 * 1024 * 1024)\nprint('holding', flush=True)\ntime.sleep(300)\n"
+    with backend.open(workdir, limits=replace(TEST_LIMITS, memory_mb=512)) as session:
+        result = session.run([PY, "-c", holding], timeout=20)
+        assert result.stdout.strip() == "holding", result.describe_failure()
+        assert result.timed_out and result.stalled_out_of_memory and not result.ok
+        assert result.held_at_kill_mb is not None and 460 < result.held_at_kill_mb <= 512
+        reason = result.describe_failure()
+        assert "out of memory" in reason and "timed out" in reason and "512 MB" in reason, reason
+        # A slow command far below its limit is only slow.
+        result = session.run([PY, "-c", "import time\ntime.sleep(300)"], timeout=2)
+        reason = result.describe_failure()
+        assert result.timed_out and not result.stalled_out_of_memory, reason
+        assert "timed out" in reason and "out of memory" not in reason, reason
+        assert_still_works(session)
 
 
 def test_an_infinite_loop_times_out_and_leaves_no_process(session: Session) -> None:
