@@ -36,6 +36,8 @@ from typing import Any
 HEADER = struct.Struct(">I")
 MAX_FDS = 4
 KILL_DEADLINE_S = 10.0
+MEASURE_S = 1.0
+"""How long PID 1 may spend measuring what a command holds before it kills it."""
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -122,9 +124,13 @@ def _oom_kills() -> int | None:
 
 def _held_memory_mb() -> int:
     """The private memory the processes other than us hold, in MB (proportional: a page two forks share counts
-    half in each): what a memory limit counts that no reclaim can free without swap."""
+    half in each): what a memory limit counts that no reclaim can free without swap. A lower bound when there
+    are too many processes to read within MEASURE_S: the kill it comes before waits for no count."""
     total_kb = 0
+    stop = time.monotonic() + MEASURE_S
     for pid in _live_others():
+        if time.monotonic() > stop:
+            break
         fields: dict[str, int] = {}
         try:
             with open(f"/proc/{pid}/smaps_rollup") as f:
