@@ -122,11 +122,12 @@ def _oom_kills() -> int | None:
     return None
 
 
-def _held_memory_mb() -> int:
+def _held_memory_mb() -> int | None:
     """The private memory the processes other than us hold, in MB (proportional: a page two forks share counts
     half in each): what a memory limit counts that no reclaim can free without swap. A lower bound when there
-    are too many processes to read within MEASURE_S: the kill it comes before waits for no count."""
-    total_kb = 0
+    are too many processes to read within MEASURE_S: the kill it comes before waits for no count. None when no
+    process's figure could be read (a kernel without smaps_rollup, or a command that hid them all)."""
+    total_kb, read = 0, 0
     stop = time.monotonic() + MEASURE_S
     for pid in _live_others():
         if time.monotonic() > stop:
@@ -139,9 +140,10 @@ def _held_memory_mb() -> int:
                     if name in ("Pss_Anon", "Anonymous"):
                         fields[name] = int(rest.split()[0])
         except (OSError, ValueError, IndexError):
-            continue  # gone, or a kernel without the file: it counts as nothing
+            continue  # gone, unreadable, or a kernel without the file
+        read += 1
         total_kb += fields.get("Pss_Anon", fields.get("Anonymous", 0))
-    return total_kb // 1024
+    return total_kb // 1024 if read else None
 
 
 def remove_changed_since(root: str, since_ns: int, spare: Mapping[tuple[int, int], int] | None = None) -> None:
