@@ -256,10 +256,12 @@ def held_memory(reported: Any) -> int | None:
 
 
 def captured_result(
-    out: OutputBuffer, err: OutputBuffer, *, exit_code: int, started: float, timed_out: bool, oom_killed: bool
+    out: OutputBuffer, err: OutputBuffer, *, exit_code: int, started: float, timed_out: bool, oom_killed: bool,
+    held_at_kill_mb: int | None = None, memory_limit_mb: int | None = None,
 ) -> RunResult:
     """A RunResult from the two capped streams of a finished command (`started`: time.monotonic())."""
     stdout, cut_out = out.text()
     stderr, cut_err = err.text()
     return RunResult(exit_code=exit_code, stdout=stdout, stderr=stderr, wall_time=time.monotonic() - started,
-                     timed_out=timed_out, oom_killed=oom_killed, output_truncated=cut_out or cut_err)
+                     timed_out=timed_out, oom_killed=oom_killed, output_truncated=cut_out or cut_err,
+                     held_at_kill_mb=held_at_kill_mb, memory_limit_mb=memory_limit_mb)

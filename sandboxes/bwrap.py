@@ -254,10 +254,9 @@ class BwrapSession(ClosingSession):
                 self._sandbox = None
                 if self.cgroup:
                     self.cgroup.kill_all()
-            if self.cgroup:
-                outcome = result.to_result(self.cgroup.oom_kills() > oom_before, self.limits.memory_mb)
-            else:
-                outcome = result.to_result(False, self.limits.memory_mb)
+            oom = self.cgroup is not None and self.cgroup.oom_kills() > oom_before
+            outcome = result.to_result(oom, self.limits.memory_mb)
+            if self.cgroup is None:
                 failed = outcome.exit_code != 0 and not outcome.timed_out
                 outcome = replace(outcome, oom_killed=failed and any(s in outcome.stderr for s in RLIMIT_OOM_SIGNS))
             over = self.quota.settle(result.full_tmpfs)  # nothing of the command runs any more
@@ -373,9 +372,9 @@ class _Run:
 
     def to_result(self, oom_killed: bool, memory_limit_mb: int) -> RunResult:
         code = self.exit_code if self.exit_code is not None else -9
-        result = captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
-                                 oom_killed=oom_killed)
-        return replace(result, held_at_kill_mb=self.held_at_kill_mb, memory_limit_mb=memory_limit_mb)
+        return captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
+                               oom_killed=oom_killed, held_at_kill_mb=self.held_at_kill_mb,
+                               memory_limit_mb=memory_limit_mb)
 
 
 class BwrapSandbox:

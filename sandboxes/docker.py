@@ -239,8 +239,7 @@ class DockerSession(ClosingSession):
                 container.remove()
                 self._container = None
                 oom = oom or (run.exit_code == 137 and not run.timed_out and not run.stopping)
-            outcome = replace(run.to_result(oom), held_at_kill_mb=held_memory(reset.get("held_at_kill_mb")),
-                              memory_limit_mb=self.limits.memory_mb)
+            outcome = run.to_result(oom, held_memory(reset.get("held_at_kill_mb")), self.limits.memory_mb)
             over = self.quota.settle(reset.get("full") or [])  # nothing of the command runs any more
             return replace(outcome, disk_quota_exceeded=True, disk_quota_detail=over) if over else outcome
 
@@ -344,10 +343,10 @@ class _ExecRun:
                 return -1
             time.sleep(0.002)
 
-    def to_result(self, oom_killed: bool) -> RunResult:
+    def to_result(self, oom_killed: bool, held_at_kill_mb: int | None, memory_limit_mb: int) -> RunResult:
         code = self.exit_code if self.exit_code is not None else -9
         return captured_result(self.out, self.err, exit_code=code, started=self.start, timed_out=self.timed_out,
-                               oom_killed=oom_killed)
+                               oom_killed=oom_killed, held_at_kill_mb=held_at_kill_mb, memory_limit_mb=memory_limit_mb)
 
 
 class DockerSandbox:
