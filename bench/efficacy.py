@@ -16,13 +16,15 @@ Per seed, from the same initial policy (bench/efficacy_lib/arms.py says how each
   evolved            `meta-agent evolve` from the reference (the proposer under test)
   reference          the reference with the same steps and completions (that run's control arm)
   reference_total    the reference for the evolve run's total steps (policy + backtests + noise reruns)
-  random_search      the same search with `--proposer random` (skills and parameters drawn blind)
+  random_search      the same search with skills and parameters drawn blind (`--proposer random-matched`: as
+                     many candidates a generation as the skills proposer would propose; `random` for an LLM)
   blind_bundle       the reference plus every seed skill whose trigger fires, applied at once
   retrained          the final evolved harness trained again from the initial policy (reference_rollout's
                      result when the search merged nothing: the same files, steps and seed)
   reference_rollout  the reference trained the same way; reference_again: with another seed (noise floor)
   template           the template harness (context)
-  without-<change>   the final harness without one of its top merged changes (leave-one-out)
+  without-<change>   the final harness without one of its top merged changes (leave-one-out; reference_rollout's
+                     result when that leaves the reference's files)
 
 Each seed draws a fresh sealed secret (its splits) the first time it runs, kept in OUT/seed-N/data and
 named in the report only by its fingerprint; --splits-from is the one way to reuse one. Score a table's

@@ -232,7 +232,7 @@ class EvolveConfig(RunConfig):
 
     @model_validator(mode="after")
     def _coder_needs_llm(self) -> EvolveConfig:
-        if self.llm.coder != "builtin" and self.proposer in ("skills", "random"):
+        if self.llm.coder != "builtin" and self.proposer in ("skills", "random", "random-matched"):
             raise ValueError(f"--coder {self.llm.coder} needs --proposer llm: the {self.proposer} proposer applies "
                              f"skills itself and runs no coding agent")
         return self

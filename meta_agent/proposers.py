@@ -13,5 +13,6 @@ PROPOSERS: Registry[object] = Registry(
         "skills": "meta_agent.agents.skills_proposer:SkillsProposer",
         "llm": "meta_agent.agents.llm_proposer:LLMProposer",
         "random": "meta_agent.agents.random_proposer:RandomProposer",
+        "random-matched": "meta_agent.agents.random_proposer:MatchedRandomProposer",
     },
 )

@@ -7,8 +7,10 @@ Every arm starts from the same initial policy and is scored on the seed's sealed
 From `meta-agent evolve --harness <copy of the reference> --control static` (the proposer under test):
 - evolved:           the policy trained under the evolving main;
 - reference:         the reference harness with the same steps and completions (the run's control arm).
-From `meta-agent evolve --proposer random --control none` on another copy (the same budget and gate):
-- random_search:     a search whose proposer draws skills and parameters blind to the report.
+From `meta-agent evolve --proposer random-matched --control none` on another copy (the same budget and gate):
+- random_search:     a search whose proposer draws skills and parameters blind to the report, as many a
+                     generation as the skills proposer would propose (`--proposer random`, every slot, when
+                     the proposer under test is an LLM, which fills every slot).
 From `meta-agent rollout` (one training run each, from the initial policy):
 - reference_total:   the reference for the evolve run's total steps (its policy's + its search's);
 - retrained:         the evolved run's final harness for the evolved policy's steps (harness quality without
@@ -18,7 +20,8 @@ From `meta-agent rollout` (one training run each, from the initial policy):
 - reference_again:   the same with another training seed: two trainings of one harness, the noise floor;
 - blind_bundle:      the reference plus every seed skill whose trigger fires on the reference's first report;
 - template:          the template harness (context: how far the reference is above it);
-- without-<cand>:    the final harness without one of its top merged changes (leave-one-out).
+- without-<cand>:    the final harness without one of its top merged changes (leave-one-out); when that leaves
+                     the reference's files (the search merged one change), reference_rollout's job and result.
 """
 
 from __future__ import annotations
@@ -155,6 +158,8 @@ class SeedArms:
                     records.left_out = [a for a in records.left_out or [] if a != arm]
                     self._keep(records)
                 continue
+            if arm not in records.rollouts and same_files(harness, reference):
+                self._reuse(arm, "reference_rollout", records)
             self._rollout(arm, harness, steps, records)
         self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
 
@@ -244,7 +249,7 @@ class SeedArms:
             data.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(secret_file(self.dir), secret)
         records.random, _ = self._evolve_run(run_dir, self.dir / "random-harness", data,
-                                             "--proposer", "random", "--control", "none")
+                                             "--proposer", self._random_control(), "--control", "none")
         theirs, ours = (sealed_of(d) for d in (run_dir, self.dir / "evolve"))
         if theirs != ours:  # task ids do not reveal the secret, so scores on other tasks would look paired
             raise UserError(f"seed {self.seed}: the random-search run drew its splits from another secret "
@@ -253,6 +258,13 @@ class SeedArms:
         shutil.copyfile(run_dir / "summary.md", self.dir / "random-summary.md")
         self._keep(records)
         return records.random
+
+    def _random_control(self) -> str:
+        """The random control at the compute of the proposer under test: the skills proposer often fills fewer
+        than `candidates` slots, and a control given every slot would search with more (meta_agent/agents/
+        random_proposer.py)."""
+        proposer = (yaml.safe_load(self.evolve_config.read_text()) or {}).get("proposer", "skills")
+        return "random-matched" if proposer == "skills" else "random"
 
     def _reference_harness(self) -> Path:
         harness = self.dir / "reference-harness"

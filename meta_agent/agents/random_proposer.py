@@ -1,10 +1,17 @@
 """A control for the search, not a search: each slot gets a skill drawn at random, with a random value from
 each of its parameter ranges, whatever the report says (`--proposer random`).
 
-It answers "is the diagnosis worth anything?". A run with it spends the same steps on the same number of
-candidates, through the same gate, as a run with the skills proposer; only the choice of what to try is
-blind. If the skills proposer (or an LLM) does not beat it at equal compute, what it merged was what the
-gate let through, not what the report pointed at (the efficacy benchmark's `random_search` arm).
+It answers "is the diagnosis worth anything?". It goes through the same gate, with the same steps per
+candidate; only the choice of what to try is blind. If the skills proposer (or an LLM) does not beat it at
+equal compute, what it merged was what the gate let through, not what the report pointed at (the efficacy
+benchmark's `random_search` arm).
+
+Two controls, for two proposers under test:
+- `random` fills every slot (`candidates` a generation), as an LLM proposer does.
+- `random-matched` proposes as many candidates a generation as the skills proposer would from the same report
+  and history, each drawn blind. The skills proposer proposes only skills whose triggers fire and that it
+  has not tried, so it often fills fewer slots: against it, `random` searched with up to 4.5x its compute
+  (144 search steps to 32 on one efficacy seed), a control stronger than the equal-compute one it claims to be.
 
 Draws come from a generator seeded by the run's seed and the generation, so a resumed run proposes the same.
 """
@@ -57,3 +64,17 @@ class RandomProposer(SkillsProposer):
                 evidence="Drawn at random by the search control (--proposer random); the rollout report was not "
                          "read. Its verdict shows what the gate lets through when nothing is diagnosed."))
         return out
+
+
+class MatchedRandomProposer(RandomProposer):
+    """`--proposer random-matched`: the random control at the skills proposer's candidate count."""
+
+    name = "random-matched"
+
+    @classmethod
+    def from_config(cls, cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> MatchedRandomProposer:
+        return cls(skills=skills, seed=cfg.seed)
+
+    def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
+        """As many blind draws as `SkillsProposer.propose` returns here (its count only: not what it chose)."""
+        return super().propose(ctx, len(SkillsProposer.propose(self, ctx, k)))

@@ -94,6 +94,15 @@ def test_every_arm_trains_at_equal_compute_from_the_reference_and_is_reported_fr
         undone = git.Repo(seed_dir / f"{arm}-harness").head.commit
         assert undone.message.startswith("Revert") and undone.parents[0].hexsha == \
             git.Repo(seed_dir / "evolve-harness").commit("main").hexsha
+        # Without the only merged change, the harness is the reference's files: reference_rollout's job, not
+        # trained and scored twice.
+        reference_files = undone.tree.hexsha == git.Repo(seed_dir / "reference-harness").head.commit.tree.hexsha
+        assert (run["reused"].get(arm) == "reference_rollout") == reference_files, (arm, run["reused"])
+        assert reference_files == (len(run["changes"]) == 1), "one merged change left out is the reference"
+        if reference_files:
+            assert run["wall_s"][arm] == 0 and not (seed_dir / arm).exists()
+            assert (seed_dir / "results" / f"{arm}.json").read_text() == \
+                (seed_dir / "results" / "reference_rollout.json").read_text()
 
     # The report's numbers are what the saved per-task files say.
     scores = {}
@@ -161,7 +170,8 @@ def test_every_arm_trains_at_equal_compute_from_the_reference_and_is_reported_fr
     redone = _bench(out, tmp_path / "data")
     assert redone.returncode == 0, redone.stdout[-3000:] + redone.stderr[-3000:]
     rerun = {line.split("--run-dir ")[1].split()[0].rsplit("/", 1)[1] for line in _ran(redone) if "--run-dir" in line}
-    assert rerun == {"evolve", "retrained", "blind_bundle", "reference_total", *run["left_out"]}, rerun
+    trained = [arm for arm in run["left_out"] if arm not in run["reused"]]
+    assert rerun == {"evolve", "retrained", "blind_bundle", "reference_total", *trained}, rerun
 
     # A clone of the results: bench/results keeps each arm's per-task results and records, not the runs
     # (.gitignore). Reporting there must keep this finished seed's record, not recount it as 0 steps.

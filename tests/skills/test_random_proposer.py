@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from meta_agent.agents.base import Hypothesis, ProposalContext
-from meta_agent.agents.random_proposer import RandomProposer
+from meta_agent.agents.random_proposer import MatchedRandomProposer, RandomProposer
+from meta_agent.agents.skills_proposer import SkillsProposer
 from meta_agent.config import EvolveConfig
 from meta_agent.proposers import PROPOSERS
 from meta_agent.skills.store import SkillSet
@@ -47,3 +48,24 @@ def test_the_random_control_never_offers_another_domains_skills_and_is_a_registe
     cfg = EvolveConfig(domain="math", proposer="random", seed=4)
     built = RandomProposer.from_config(cfg, SkillSet(seed=SEEDS.seed), Path("/nonexistent"))
     assert built.seed == 4
+
+
+def test_the_matched_control_proposes_as_many_as_the_skills_proposer_would_and_still_blind() -> None:
+    """Against the skills proposer, the control must not search with more candidates than it: a generation in
+    which no untried skill fires gets none from either."""
+    counts = set()
+    for labels in ({}, {"truncated": 0.9}, {"truncated": 0.9, "zero_variance_group": 0.8, "hedging": 0.5}):
+        report = _report("math", labels, reward_mean=0.05, selection_noise=0.0)
+        for generation in range(3):
+            ctx = ProposalContext(run_id="r", generation=generation, domain="math", report=report,
+                                  harness_dir=Path("/nonexistent"), skills=SEEDS, seed=0, history=[])
+            wanted = len(SkillsProposer(SEEDS, seed=0).propose(ctx, 3))
+            matched = MatchedRandomProposer(SEEDS, seed=0).propose(ctx, 3)
+            counts.add(wanted)
+            assert len(matched) == wanted, (labels, generation)
+            blind = RandomProposer(SEEDS, seed=0).propose(ctx, wanted)
+            assert [h.skills_used for h in matched] == [h.skills_used for h in blind], "drawn as the random control"
+            assert all(h.title.startswith("Random control") for h in matched)
+    assert len(counts) > 1, "the reports above make the skills proposer fill different numbers of slots"
+    assert PROPOSERS.get("random-matched") is MatchedRandomProposer
+    assert EvolveConfig(domain="math", proposer="random-matched").proposer == "random-matched"
