@@ -35,9 +35,9 @@ report.json) is computed from them alone: for the seeds of this invocation and e
 the same --out with the same settings (so --seed 0, then --seed 1 in a later session, builds one report).
 Re-running with the same --out resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arms
 too; run the command again to resume. On 2 or more cores a seed's arms run in two lanes side by side (the
-evolve arm and the arms made from it; the random search and the fixed arms), each child with half the cores
-while both lanes run: 0.67-0.71 of the wall one after the other, at identical answers (bench/efficacy_lanes.py);
---lanes 1 runs them one after the other.
+evolve arm in one, the random search in the other, then the arms that need the evolved policy's steps from one
+queue both lanes take from), each child with half the cores while both lanes run: 0.67-0.71 of the wall one
+after the other, at identical answers (bench/efficacy_lanes.py); --lanes 1 runs them one after the other.
 `make bench` leaves this one out (it runs for hours at --preset cpu); run it on its own.
 """
 
@@ -160,10 +160,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, 40 min for seed 0 here in two lanes (the evolve arm, 19.5 min, then the arms made "
-                         "from it, beside the random search, 28.6 min, then two fixed arms; the retrained arm taken "
-                         "from reference_rollout when nothing merged); more when the search merges (retrained and "
-                         "leave-one-out arms, longer confirmation); gpu: sized for one GPU (not yet measured)")
+                         "cores, 40-52 min a seed here in two lanes (the evolve arm, 19.5-21.3 min, beside the random "
+                         "search, 28.6-41.5, then the arms that need their steps, from one queue; an arm whose "
+                         "harness is the reference's files takes reference_rollout's result); more when the "
+                         "searches confirm more candidates; gpu: sized for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
                     help="math (default; the measured one), code (HumanEval and CodeI/O; not yet measured) or swe "
                          "(the easy tier of the shipped bug-fix set under the sealed protocol; at --preset cpu a "
@@ -190,8 +190,8 @@ def main() -> None:
                     help="the evolve arm's archive parents per generation (default: the preset's)")
     ap.add_argument("--lanes", type=int, choices=(1, 2), default=min(2, os.cpu_count() or 1),
                     help="2 (default on 2 or more cores): a seed's arms in two lanes side by side, each child with "
-                         "half the cores: the evolve arm and the arms made from it in one, the random search and "
-                         "the fixed arms in the other (bench/efficacy_lanes.py measures what that saves); 1: every "
+                         "half the cores: the evolve arm in one, the random search in the other, then the other "
+                         "arms from one queue (bench/efficacy_lanes.py measures what that saves); 1: every "
                          "arm after the other, with every core")
     ap.add_argument("--proposer", choices=("skills", "llm"), default="skills",
                     help="the evolve arm's proposer: skills (default, offline) or llm (needs --model)")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import shutil
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -45,7 +45,7 @@ from bench.efficacy_lib.harnesses import (
     same_files,
     without_change,
 )
-from bench.efficacy_lib.lanes import lane_threads, run_lanes
+from bench.efficacy_lib.lanes import ArmQueue, lane_threads, run_lanes
 from bench.efficacy_lib.records import (
     ARMS_RECORD,
     RECORDS_VERSION,
@@ -107,8 +107,8 @@ class SeedArms:
         records.settings = records.settings or yaml.safe_load(self.evolve_config.read_text())
         self._reference_harness()
         make_secret(secret_file(self.dir))  # both lanes' runs draw their splits from it: made before either
-        searched: Future[int | None] = Future()  # the evolved policy's steps, once the evolve arm has them
-        run_lanes([lambda: self._search_arms(records, searched), lambda: self._control_arms(records, searched)],
+        queue = ArmQueue()  # the arms after the searches, for whichever lane is free (lanes.py)
+        run_lanes([lambda: self._search_lane(records, queue), lambda: self._random_lane(records, queue)],
                   side_by_side=self.lanes > 1)
         evolve, random = records.evolve, records.random
         assert evolve is not None and random is not None, "both lanes ended without an error"
@@ -124,17 +124,30 @@ class SeedArms:
         atomic_write_text(self.dir / "wall.json", run.model_dump_json(indent=2))
         return run
 
-    def _search_arms(self, records: ArmRecords, searched: Future[int | None]) -> None:
-        """The evolve arm, then the arms made from it (its final harness, its first report, its compute).
-        `searched` gets the evolved policy's steps as soon as they are known (None if the evolve arm failed)."""
+    def _search_lane(self, records: ArmRecords, queue: ArmQueue) -> None:
+        """The evolve arm; then the arms that need its steps, longest first, queued for either lane."""
         try:
             evolve = records.evolve if records.evolve and saved(self.dir, ("evolved", "reference")) else \
                 self._evolve(records)
-        except BaseException:
-            searched.set_result(None)  # the other lane must not wait for steps that will not come
-            raise
+            self._queue_arms(records, queue, evolve)
+        finally:
+            queue.close()  # also when the evolve arm failed: the other lane must not wait for arms that will not come
+        queue.work()
+
+    def _random_lane(self, records: ArmRecords, queue: ArmQueue) -> None:
+        """The random-search control, then queued arms; its failure is raised after them."""
+        failed: Exception | None = None
+        try:
+            if not (records.random and saved(self.dir, ("random_search",))):
+                self._random(records)
+        except Exception as e:  # the evolve lane's arms still get this lane's cores
+            failed = e
+        queue.work()
+        if failed is not None:
+            raise failed
+
+    def _queue_arms(self, records: ArmRecords, queue: ArmQueue, evolve: EvolveRecord) -> None:
         steps = evolve.compute.evolved.steps
-        searched.set_result(steps)
         if records.changes is None:
             records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
             self._keep(records)
@@ -143,36 +156,38 @@ class SeedArms:
             raise UserError(f"seed {self.seed}: the evolved harness ({final}) is gone, and the retrained and "
                             f"leave-one-out arms need it: delete {self.results / 'evolved.json'} to run the evolve "
                             f"arm again")
-        self._rollout("reference_rollout", reference, steps, records)
+        after_rollout = frozenset({"reference_rollout"})  # arms that may take its result instead of training
+        queue.add("reference_total", lambda: self._rollout(
+            "reference_total", reference, steps + evolve.compute.search.steps, records))
+        queue.add("reference_rollout", lambda: self._rollout("reference_rollout", reference, steps, records))
+        queue.add("blind_bundle", lambda: self._rollout("blind_bundle", lambda: self._bundle(records), steps, records))
+        queue.add("reference_again", lambda: self._rollout("reference_again", reference, steps, records,
+                                                           seed=self.seed + AGAIN_SEED))
+        queue.add("template", lambda: self._rollout("template", self._template_harness, steps, records))
+        queue.add("retrained", lambda: self._retrained(records, final, reference, steps), after_rollout)
+        for change in self._top_changes(records):
+            queue.add(without_arm(change.cand_id), partial(self._left_out, records, change, final, reference, steps),
+                      after_rollout)
+
+    def _retrained(self, records: ArmRecords, final: Path, reference: Path, steps: int) -> None:
         if "retrained" not in records.rollouts and (final / ".git").is_dir() and same_files(final, reference):
             self._reuse("retrained", "reference_rollout", records)
         self._rollout("retrained", final, steps, records)
-        self._rollout("blind_bundle", lambda: self._bundle(records), steps, records)
-        for change in self._top_changes(records):
-            arm = without_arm(change.cand_id)
-            harness = self.dir / f"{arm}-harness"
-            if not (arm in records.rollouts and saved(self.dir, (arm,))) and \
-                    (reason := without_change(final, harness, change)) is not None:
-                with self._lock:
-                    records.not_left_out[change.cand_id] = reason
-                    records.left_out = [a for a in records.left_out or [] if a != arm]
-                    self._keep(records)
-                continue
-            if arm not in records.rollouts and same_files(harness, reference):
-                self._reuse(arm, "reference_rollout", records)
-            self._rollout(arm, harness, steps, records)
-        self._rollout("reference_total", reference, steps + evolve.compute.search.steps, records)
 
-    def _control_arms(self, records: ArmRecords, searched: Future[int | None]) -> None:
-        """The random-search control, then the arms that need only the evolved policy's steps."""
-        if not (records.random and saved(self.dir, ("random_search",))):
-            self._random(records)
-        steps = searched.result()
-        if steps is None:
-            return  # the evolve arm failed; its lane says why
-        reference = self._reference_harness()
-        self._rollout("reference_again", reference, steps, records, seed=self.seed + AGAIN_SEED)
-        self._rollout("template", self._template_harness, steps, records)
+    def _left_out(self, records: ArmRecords, change: Change, final: Path, reference: Path, steps: int) -> None:
+        """The final harness without `change`; reference_rollout's result when that is the reference's files."""
+        arm = without_arm(change.cand_id)
+        harness = self.dir / f"{arm}-harness"
+        if not (arm in records.rollouts and saved(self.dir, (arm,))) and \
+                (reason := without_change(final, harness, change)) is not None:
+            with self._lock:
+                records.not_left_out[change.cand_id] = reason
+                records.left_out = [a for a in records.left_out or [] if a != arm]
+                self._keep(records)
+            return
+        if arm not in records.rollouts and same_files(harness, reference):
+            self._reuse(arm, "reference_rollout", records)
+        self._rollout(arm, harness, steps, records)
 
     def _reuse(self, arm: str, source: str, records: ArmRecords) -> None:
         """`arm` is `source`'s job (the same harness files, steps and seed): its result and record, with

@@ -67,6 +67,11 @@ def run_meta_agent(*args: str, data: Path, who: str, threads: int | None = None)
     return time.monotonic() - started
 
 
+def stopping() -> bool:
+    """Whether the driver is being stopped (no child will be started again)."""
+    return _stopping.is_set()
+
+
 def stop_child(proc: subprocess.Popen[str], grace_s: float = 30.0) -> None:
     """SIGTERM, then SIGKILL if it is still there after `grace_s` (its sandboxes die with it)."""
     if proc.poll() is not None:

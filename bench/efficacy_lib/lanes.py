@@ -9,7 +9,12 @@ still a whole `meta-agent` command with its own run dir, result and record, so a
 by arm as before.
 
 A lane that fails does not stop the other: its arms finish and are saved, then the failure is raised. A stop
-of the driver (Ctrl-C, SIGTERM) stops every lane's child at once and starts no new one."""
+of the driver (Ctrl-C, SIGTERM) stops every lane's child at once and starts no new one.
+
+The arms that follow the two searches go into one `ArmQueue` that every lane takes from once its search is done,
+so neither lane idles while the other has arms waiting: the evolve arm is followed by five arms (four when
+nothing merged) and the random search by two, so fixed lanes left one lane alone for the last 10-20 minutes of a
+seed (bench/results/efficacy-remeasure)."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 
-from bench.efficacy_lib.commands import stop_children
+from bench.efficacy_lib.commands import stop_children, stopping
 from meta_agent.errors import UserError
 
 
@@ -67,11 +72,68 @@ def run_lanes(lanes: Sequence[Callable[[], None]], side_by_side: bool) -> None:
             stop_children()
             wait(futures)
             raise
-    errors = [e for f in futures if (e := f.exception()) is not None]
+    raise_all([e for f in futures if (e := f.exception()) is not None])
+
+
+class ArmQueue:
+    """Arms any lane may run, in the order added, each once no arm it names in `after` is still waiting or
+    running (an arm that reuses another's result checks for that result itself). `close()` says no more will
+    be added; `work()` runs arms until none is left, then raises the failures of the arms it ran."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[str, frozenset[str], Callable[[], object]]] = []
+        self._running: set[str] = set()
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def add(self, name: str, arm: Callable[[], object], after: frozenset[str] = frozenset()) -> None:
+        with self._changed:
+            self._waiting.append((name, after, arm))
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def _next(self) -> tuple[str, Callable[[], object]] | None:
+        with self._changed:
+            while not stopping():
+                unfinished = self._running | {name for name, _, _ in self._waiting}
+                for i, (name, after, arm) in enumerate(self._waiting):
+                    if not after & unfinished:
+                        del self._waiting[i]
+                        self._running.add(name)
+                        return name, arm
+                if self._closed and not self._waiting:
+                    return None
+                self._changed.wait(timeout=5.0)  # an arm ended or was added (or the driver is stopping)
+            return None
+
+    def _ended(self, name: str) -> None:
+        with self._changed:
+            self._running.discard(name)
+            self._changed.notify_all()
+
+    def work(self) -> None:
+        errors: list[Exception] = []
+        while (picked := self._next()) is not None:
+            name, arm = picked
+            try:
+                arm()
+            except Exception as e:  # this arm fails; the others still run (a stop is a BaseException: raised)
+                errors.append(e)
+            finally:
+                self._ended(name)
+        raise_all(errors)
+
+
+def raise_all(errors: Sequence[BaseException]) -> None:
+    """Raise the one failure, or every failure's reason in one UserError when all are user errors."""
     if len(errors) == 1 or (errors and not all(isinstance(e, UserError) for e in errors)):
         raise errors[0]
     if errors:
         raise UserError("\n".join(str(e) for e in errors))
 
 
-__all__ = ["lane_threads", "run_lanes", "threads_per_lane"]
+__all__ = ["ArmQueue", "lane_threads", "raise_all", "run_lanes", "threads_per_lane"]

@@ -1,5 +1,5 @@
 """A control for the search, not a search: each slot gets a skill drawn at random, with a random value from
-each of its parameter ranges, whatever the report says (`--proposer random`).
+each of its parameter ranges, whatever the report says (`--proposer random`, or `random-matched`).
 
 It answers "is the diagnosis worth anything?". It goes through the same gate, with the same steps per
 candidate; only the choice of what to try is blind. If the skills proposer (or an LLM) does not beat it at
@@ -61,7 +61,7 @@ class RandomProposer(SkillsProposer):
             out.append(skill_hypothesis(
                 m, params, title=f"Random control: apply skill {m.name}" + (f" ({shown})" if shown else ""),
                 failure_mode="none (random control)",
-                evidence="Drawn at random by the search control (--proposer random); the rollout report was not "
+                evidence=f"Drawn at random by the search control (--proposer {self.name}); the rollout report was not "
                          "read. Its verdict shows what the gate lets through when nothing is diagnosed."))
         return out
 

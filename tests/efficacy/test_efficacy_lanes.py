@@ -11,11 +11,12 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from bench.efficacy_lib.lanes import lane_threads, run_lanes, threads_per_lane
+from bench.efficacy_lib.lanes import ArmQueue, lane_threads, run_lanes, threads_per_lane
 from meta_agent.errors import UserError
 from tests.efficacy.test_efficacy_driver import ROOT, _alive
 
@@ -40,6 +41,52 @@ def test_a_failing_lane_lets_the_other_finish_then_says_why(tmp_path: Path) -> N
     with pytest.raises(UserError) as both:
         run_lanes([fails, also_fails], side_by_side=True)
     assert "evolve" in str(both.value) and "rollout" in str(both.value), "one lane's reason was dropped"
+
+
+def test_the_arms_after_the_searches_go_to_whichever_lane_is_free() -> None:
+    """Fixed lanes left the lane with the shorter list idle while the other still had arms: every queued arm
+    runs once, on either lane, an arm that reuses another's result starts after that one ended, and a failing
+    arm stops neither lane; its reason is raised once both are done."""
+    queue, lock = ArmQueue(), threading.Lock()
+    ran: dict[str, tuple[str, float, float]] = {}
+
+    def arm(name: str, seconds: float, fails: bool = False) -> Callable[[], None]:
+        def run() -> None:
+            started = time.monotonic()
+            time.sleep(seconds)
+            with lock:
+                ran[name] = (threading.current_thread().name, started, time.monotonic())
+            if fails:
+                raise UserError(f"seed 0: `meta-agent rollout` of {name} failed (exit 1)")
+        return run
+
+    def search_lane() -> None:  # the evolve arm, then the arms that need its steps
+        try:
+            time.sleep(0.5)
+            queue.add("reference_total", arm("reference_total", 2.0))
+            queue.add("reference_rollout", arm("reference_rollout", 0.3))
+            queue.add("blind_bundle", arm("blind_bundle", 0.2, fails=True))
+            queue.add("template", arm("template", 0.2))
+            queue.add("retrained", arm("retrained", 0.1), frozenset({"reference_rollout"}))
+            queue.add("orphan", arm("orphan", 0.1), frozenset({"an arm never queued"}))
+        finally:
+            queue.close()
+        queue.work()
+
+    def random_lane() -> None:  # a shorter search
+        time.sleep(0.1)
+        queue.work()
+
+    with pytest.raises(UserError, match="blind_bundle"):
+        run_lanes([search_lane, random_lane], side_by_side=True)
+    assert set(ran) == {"reference_total", "reference_rollout", "blind_bundle", "template", "retrained", "orphan"}
+    assert len({lane for lane, _, _ in ran.values()}) == 2, "both lanes took arms"
+    assert ran["retrained"][1] >= ran["reference_rollout"][2], "it may take reference_rollout's result: after it"
+    assert ran["template"][1] < ran["reference_total"][2], "the free lane did not wait for the long arm"
+
+    empty = ArmQueue()
+    empty.close()
+    empty.work()  # a search lane that failed closes the queue: the other lane must not wait for arms
 
 
 def test_each_lane_gets_its_share_of_the_cores() -> None:
