@@ -71,10 +71,6 @@ class MatchedRandomProposer(RandomProposer):
 
     name = "random-matched"
 
-    @classmethod
-    def from_config(cls, cfg: EvolveConfig, skills: SkillSet, run_dir: Path) -> MatchedRandomProposer:
-        return cls(skills=skills, seed=cfg.seed)
-
     def propose(self, ctx: ProposalContext, k: int) -> list[Hypothesis]:
         """As many blind draws as `SkillsProposer.propose` returns here (its count only: not what it chose)."""
         return super().propose(ctx, len(SkillsProposer.propose(self, ctx, k)))

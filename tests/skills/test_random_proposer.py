@@ -68,4 +68,6 @@ def test_the_matched_control_proposes_as_many_as_the_skills_proposer_would_and_s
             assert all(h.title.startswith("Random control") for h in matched)
     assert len(counts) > 1, "the reports above make the skills proposer fill different numbers of slots"
     assert PROPOSERS.get("random-matched") is MatchedRandomProposer
-    assert EvolveConfig(domain="math", proposer="random-matched").proposer == "random-matched"
+    cfg = EvolveConfig(domain="math", proposer="random-matched", seed=3)
+    built = PROPOSERS.get(cfg.proposer).from_config(cfg, SkillSet(seed=SEEDS.seed), Path("/nonexistent"))  # type: ignore[attr-defined]
+    assert isinstance(built, MatchedRandomProposer) and built.seed == 3 and built.name == "random-matched"
