@@ -164,15 +164,19 @@ class SeedArms:
         queue.add("reference_again", lambda: self._rollout("reference_again", reference, steps, records,
                                                            seed=self.seed + AGAIN_SEED))
         queue.add("template", lambda: self._rollout("template", self._template_harness, steps, records))
-        queue.add("retrained", lambda: self._retrained(records, final, reference, steps), after_rollout)
+        queue.add("retrained", lambda: self._rollout_or_reuse("retrained", final, reference, steps, records),
+                  after_rollout)
         for change in self._top_changes(records):
             queue.add(without_arm(change.cand_id), partial(self._left_out, records, change, final, reference, steps),
                       after_rollout)
 
-    def _retrained(self, records: ArmRecords, final: Path, reference: Path, steps: int) -> None:
-        if "retrained" not in records.rollouts and (final / ".git").is_dir() and same_files(final, reference):
-            self._reuse("retrained", "reference_rollout", records)
-        self._rollout("retrained", final, steps, records)
+    def _rollout_or_reuse(self, arm: str, harness: Path, reference: Path, steps: int, records: ArmRecords) -> None:
+        """`arm` under `harness` for the evolved policy's steps and the seed; reference_rollout's result instead
+        when `harness` holds the reference's files, since that is reference_rollout's job (and it finished)."""
+        if arm not in records.rollouts and "reference_rollout" in records.rollouts and \
+                (harness / ".git").is_dir() and same_files(harness, reference):
+            self._reuse(arm, "reference_rollout", records)
+        self._rollout(arm, harness, steps, records)
 
     def _left_out(self, records: ArmRecords, change: Change, final: Path, reference: Path, steps: int) -> None:
         """The final harness without `change`; reference_rollout's result when that is the reference's files."""
@@ -185,9 +189,7 @@ class SeedArms:
                 records.left_out = [a for a in records.left_out or [] if a != arm]
                 self._keep(records)
             return
-        if arm not in records.rollouts and same_files(harness, reference):
-            self._reuse(arm, "reference_rollout", records)
-        self._rollout(arm, harness, steps, records)
+        self._rollout_or_reuse(arm, harness, reference, steps, records)
 
     def _reuse(self, arm: str, source: str, records: ArmRecords) -> None:
         """`arm` is `source`'s job (the same harness files, steps and seed): its result and record, with
