@@ -17,7 +17,8 @@ Per seed, from the same initial policy (bench/efficacy_lib/arms.py says how each
   reference          the reference with the same steps and completions (that run's control arm)
   reference_total    the reference for the evolve run's total steps (policy + backtests + noise reruns)
   random_search      the same search with skills and parameters drawn blind (`--proposer random-matched`: as
-                     many candidates a generation as the skills proposer would propose; `random` for an LLM)
+                     many candidates a generation as the skills proposer would propose; `random` for an LLM),
+                     with the same search-step budget (--search-steps)
   blind_bundle       the reference plus every seed skill whose trigger fires, applied at once
   retrained          the final evolved harness trained again from the initial policy (reference_rollout's
                      result when the search merged nothing: the same files, steps and seed)
@@ -90,9 +91,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # paired 98.3% CI of [+0.077, +0.280]; on 30 tasks, 4 and 0, a CI no gate can pass
     # (bench/results/policy-movement-reference). The confirmation rung (16 more steps for the best unpromoted
     # candidate) and one archive parent per generation are the search settings the template-start benchmark
-    # kept (bench/results/efficacy-cpu-archive).
+    # kept (bench/results/efficacy-cpu-archive). Both searches get the same 64 search steps (the noise rerun,
+    # three backtests and one confirmation rung): unbounded, the random control's blind draws that scored
+    # exactly 0 went to the rung and it trained 144 steps to the evolve arm's 32, and set a seed's time
+    # (bench/results/efficacy-remeasure/same-splits). Chosen for time, not from any score.
     "cpu": {"policy": "smollm2", "generations": 3, "candidates": 2, "train_steps": 8, "noise_reruns": 1,
-            "confirm_steps": 16, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
+            "confirm_steps": 16, "search_steps": 64, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
             "leave_one_out": 2, "math": MATH_EVAL,
             # code (not yet measured): every HumanEval and CodeI/O problem the default build makes
             "code": {"train_size": 256, "selection_size": 60, "test_size": 100},
@@ -184,6 +188,9 @@ def main() -> None:
                          "bwrap or docker")
     ap.add_argument("--confirm-steps", type=at_least(0), default=None,
                     help="the evolve arm's confirmation rung (successive halving; default: the preset's)")
+    ap.add_argument("--search-steps", type=at_least(0), default=None,
+                    help="GRPO steps each search (the evolve arm's and the random control's) may spend on backtests, "
+                         "confirmation rungs and noise reruns (default: the preset's, cpu 64; 0: no bound)")
     ap.add_argument("--compare", nargs="+", metavar="LABEL=OUT",
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
     ap.add_argument("--archive-parents", type=at_least(0), default=None,
@@ -221,11 +228,14 @@ def main() -> None:
     preset = preset_for(args.preset, args.domain)
     llm = {k: v for k, v in (("model", args.model), ("api_base", args.api_base)) if v}
     common, settings = arm_settings(args.preset, args.sandbox, llm, args.domain, confirm_steps=args.confirm_steps,
-                                    archive_parents=args.archive_parents, proposer=args.proposer)
+                                    archive_parents=args.archive_parents, proposer=args.proposer,
+                                    search_steps=args.search_steps or None)
+    if args.search_steps == 0:
+        settings.pop("search_steps", None)
     run_config, evolve_config = out / "run.yaml", out / "evolve.yaml"
     atomic_write_text(run_config, yaml.safe_dump(common))  # rollout and eval take only these
     atomic_write_text(evolve_config, yaml.safe_dump(settings))
-    search = {k: settings.get(k, 0) for k in ("proposer", "confirm_steps", "archive_parents")}
+    search = {k: settings.get(k, 0) for k in ("proposer", "confirm_steps", "search_steps", "archive_parents")}
     chosen_seeds = sorted(set(args.seed)) if args.seed else list(range(args.seeds))
     seeds = []
     for seed in chosen_seeds:

@@ -161,8 +161,8 @@ def eval_(
 @option_groups({
     "What trains": ["domain", "harness", "policy", "config"],
     "The search (each part costs training steps)": [
-        "generations", "candidates", "train_steps", "selection_limit", "confirm_steps", "archive_parents",
-        "repair_turns", "control", "seed", "rerun_known", "no_reuse"],
+        "generations", "candidates", "train_steps", "selection_limit", "confirm_steps", "search_steps",
+        "archive_parents", "repair_turns", "control", "seed", "rerun_known", "no_reuse"],
     "The proposer and its LLM": ["proposer", "model", "diagnostician_model", "coder_model", "coder", "api_base",
                                  "coder_api_base", "skills"],
     "Budgets (a run that reaches one stops cleanly; `resume` continues it)": [
@@ -186,6 +186,11 @@ def evolve(
         "more steps beside main's run, and the gate judges the longer run (default 0 = off; costs up to "
         "2 x N GRPO steps per generation; math on a CPU: 16, what the efficacy benchmark uses, about 15 min a "
         "generation instead of 8; on the benchmark's seed 1 the training recipe passed only there)"))] = None,
+    search_steps: Annotated[int | None, typer.Option(help=(
+        "GRPO steps the whole search may spend: candidate backtests, confirmation rungs, noise reruns (default: "
+        "no bound). A generation proposes only the candidates the steps left pay for, the rung takes what fits, "
+        "and main still trains every generation; give two proposers the same value to compare them at the same "
+        "compute"))] = None,
     archive_parents: Annotated[int | None, typer.Option(help=(
         "build up to N of a generation's candidates on an archived one that passed every stage without "
         "being promoted, instead of on main alone (default 0 = off; no extra cost; with 1 the efficacy "
@@ -249,7 +254,7 @@ def evolve(
     cfg = build(EvolveConfig, load_config_file(config), {
         "domain": domain, "harness": harness, "policy": policy, "generations": generations,
         "candidates": candidates, "train_steps": train_steps, "selection_limit": selection_limit,
-        "confirm_steps": confirm_steps,
+        "confirm_steps": confirm_steps, "search_steps": search_steps,
         "archive_parents": archive_parents, "proposer": proposer, "skills": skills or None,
         "control": control, "seed": seed, "rerun_known": rerun_known or None,
         "reuse_across_runs": False if no_reuse else None, "run_dir": run_dir, "tracker": tracker,

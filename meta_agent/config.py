@@ -157,7 +157,7 @@ class LLMSettings(BaseModel):
 
 
 SETTINGS_NOT_RESULTS = {"run_dir", "harness", "tracker", "budget", "rerun_known", "reuse_across_runs", "generations",
-                        "test_limit"}
+                        "search_steps", "test_limit"}
 """Settings that change where a run writes, when it stops, how long it goes on, what it proposes or its final
 test comparison, not what its trainings and backtests measure."""
 
@@ -185,6 +185,11 @@ class EvolveConfig(RunConfig):
         "this many more steps beside the control, and the gate judges that run (0 = off; costs "
         "(1 + confirm_top) x confirm_steps GRPO steps per generation, at most)"))
     confirm_top: int = Field(1, ge=1, description="candidates per generation that get the confirmation rung")
+    search_steps: int | None = Field(None, ge=1, description=(
+        "GRPO steps the whole run may spend on the search: candidate backtests, confirmation rungs and noise "
+        "reruns (None = no bound). A generation proposes only as many candidates as the steps left pay for, and "
+        "the confirmation rung takes only what fits; main still trains every generation. Give two runs the "
+        "same value to compare proposers at the same compute (meta_agent/evolve/search_budget.py)"))
     archive_parents: int = Field(0, ge=0, description=(
         "of a generation's K hypotheses, up to this many are built on an archived candidate (one that passed "
         "every stage, did not score below main, but was not promoted) instead of on main alone (0 = off)"))

@@ -89,7 +89,8 @@ class Proposed(Event):
     hypotheses: list[Hypothesis]
     propose_seconds: float = 0.0
     failure: str = ""
-    """Why the proposer yielded nothing (it raised) or what it yielded that was dropped; empty when all went well."""
+    """Why the proposer yielded nothing (it raised, or the search-step budget paid for no candidate) or what it
+    yielded that was dropped; empty when all went well."""
 
 
 class CandidateCreated(Event):

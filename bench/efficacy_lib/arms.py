@@ -7,7 +7,8 @@ Every arm starts from the same initial policy and is scored on the seed's sealed
 From `meta-agent evolve --harness <copy of the reference> --control static` (the proposer under test):
 - evolved:           the policy trained under the evolving main;
 - reference:         the reference harness with the same steps and completions (the run's control arm).
-From `meta-agent evolve --proposer random-matched --control none` on another copy (the same budget and gate):
+From `meta-agent evolve --proposer random-matched --control none` on another copy (the same gate, and the same
+`search_steps`, the GRPO steps each search may spend):
 - random_search:     a search whose proposer draws skills and parameters blind to the report, as many a
                      generation as the skills proposer would propose (`--proposer random`, every slot, when
                      the proposer under test is an LLM, which fills every slot).

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from meta_agent.evolve.search_budget import search_runs
+
 
 class Compute(BaseModel):
     steps: int = 0
@@ -54,11 +56,7 @@ def of_evolve(run_dir: Path) -> EvolveCompute:
         # The static arm reuses main's run for a generation in which main was still the initial harness.
         own = run_dir / "static" / f"g{g}"
         static += of_training(own if (own / "metrics.jsonl").is_file() else main)
-        for cand in sorted(gen.glob("cand-*/train")):
-            search += of_training(cand)
-        for noise in sorted(gen.glob("noise-*")):
-            search += of_training(noise)
-        for longer in [*sorted(gen.glob("cand-*/confirm")), gen / "confirm-control"]:  # the confirmation rung
-            if (longer / "metrics.jsonl").is_file():
-                search += of_training(longer)
+        for out in search_runs(gen):  # backtests, noise reruns, confirmation rungs: what `search_steps` bounds
+            if out.exists():
+                search += of_training(out)
     return EvolveCompute(evolved=evolved, static=static, search=search)

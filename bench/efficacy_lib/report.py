@@ -194,9 +194,10 @@ def render(report: EfficacyReport) -> str:
         if s.diffs:
             lines += ["", "Test episodes that left a diff: "
                       + ", ".join(f"{arm} {n}/{s.n_tasks}" for arm, n in s.diffs.items()) + "."]
-        search = s.run.search
+        search, budget = s.run.search, (s.run.settings or {}).get("search_steps")
         lines += ["", f"Search compute besides the policy: evolve {search['evolved'].steps} steps, random search "
-                  f"{search['random_search'].steps} steps. Random search merged: "
+                  f"{search['random_search'].steps} steps"
+                  f"{f' (each may spend {budget}, `search_steps`)' if budget else ''}. Random search merged: "
                   f"{'; '.join(s.run.random_merged) or 'nothing'}."]
         if s.run.bundle is not None:
             b = s.run.bundle

@@ -25,6 +25,7 @@ from meta_agent.domains.base import EvalResult
 from meta_agent.evolve.candidate import CandidateRun, GenerationView, note_for, stages_of
 from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.fanout import run_backtests
+from meta_agent.evolve.search_budget import confirmable
 from meta_agent.evolve.steps import evaluate, evaluated, train_and_report
 from meta_agent.execution.jobs import JobEnv, TrainJob, run_train_job
 from meta_agent.gitops import add_note
@@ -95,7 +96,11 @@ def confirm(ctx: RunContext, view: GenerationView, verdicts: list[Verdict], hypo
     """The generation's verdicts after the longer rung (unchanged when `confirm_steps` is 0)."""
     if ctx.cfg.confirm_steps == 0:
         return verdicts
-    chosen = _promising(ctx, view, verdicts)
+    promising = _promising(ctx, view, verdicts)
+    chosen = confirmable(ctx.cfg, ctx.run_dir, view.dir, promising)
+    if len(chosen) < len(promising):
+        ctx.reporter.phase(f"gen {view.g}: the search-step budget ({ctx.cfg.search_steps} GRPO steps) pays the "
+                           f"confirmation rung for {len(chosen)} of {len(promising)} promising candidate(s)")
     if not chosen:
         return verdicts
     control = _longer_control(ctx, view)

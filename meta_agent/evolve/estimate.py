@@ -55,19 +55,25 @@ class Plan(BaseModel):
 
 
 def plan_of(cfg: EvolveConfig, eval_batch: int) -> Plan:
-    """The most a run does: every candidate reaches its training backtest (failures end sooner)."""
+    """The most a run does: every candidate reaches its training backtest (failures end sooner), and every
+    confirmation rung runs, as far as `search_steps` pays for them (evolve/search_budget.py)."""
     g, k = cfg.generations, cfg.candidates
-    per_gen = 1 + k + cfg.noise_reruns
-    runs = g * per_gen + (max(0, g - 1) if cfg.control == "static" else 0)
+    noise, backtests = g * cfg.noise_reruns, g * k
     confirm = g * (1 + cfg.confirm_top) if cfg.confirm_steps else 0
+    if cfg.search_steps is not None:
+        left = max(0, cfg.search_steps - noise * cfg.steps)
+        backtests = min(backtests, left // cfg.steps)
+        confirm = min(confirm, (left - backtests * cfg.steps) // cfg.confirm_steps) if confirm else 0
+    trained = g + backtests + noise  # each evaluated on the selection split
+    runs = trained + (max(0, g - 1) if cfg.control == "static" else 0)
     selection = cfg.selection_limit or 0
     test = cfg.test_limit or selection
-    batches = g * per_gen * math.ceil(selection / eval_batch) + confirm * math.ceil(selection / eval_batch)
+    batches = (trained + confirm) * math.ceil(selection / eval_batch)
     finals = 2 if cfg.control == "static" else 1
     batches += finals * math.ceil(test / eval_batch)
     sessions = g * (1 + k * (1 + cfg.repair_turns)) if cfg.proposer == "llm" else 0
     return Plan(generations=g, candidates=k, steps=cfg.steps, training_runs=runs + confirm,
-                grpo_steps=runs * cfg.steps + confirm * cfg.confirm_steps, evaluations=g * per_gen + confirm + finals,
+                grpo_steps=runs * cfg.steps + confirm * cfg.confirm_steps, evaluations=trained + confirm + finals,
                 eval_batches=batches, llm_sessions=sessions)
 
 

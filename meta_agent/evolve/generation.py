@@ -32,6 +32,7 @@ from meta_agent.evolve.context import RunContext
 from meta_agent.evolve.evidence import write_evidence
 from meta_agent.evolve.fanout import run_backtests
 from meta_agent.evolve.noise_floor import NoiseFloor
+from meta_agent.evolve.search_budget import proposal_slots
 from meta_agent.evolve.static_arm import static_jobs
 from meta_agent.evolve.steps import evaluate, evaluated, run_jobs, train_job
 from meta_agent.evolve.winners import learn_from, merge_winners
@@ -247,10 +248,15 @@ class Generation:
         the run's: a failure leaves the generation without candidates (its reason journaled and shown), and a
         hypothesis that does not validate is dropped; only budget stops and Ctrl-C stop the run."""
         ctx = self.ctx
-        ctx.reporter.phase(f"gen {self.g}: diagnosing ({ctx.proposer.name} proposer)")
 
         def run() -> Proposed:
             started = time.monotonic()
+            slots, fewer = proposal_slots(ctx.cfg, ctx.run_dir)  # what the search-step budget still pays for
+            if fewer:
+                ctx.reporter.phase(f"gen {self.g}: {fewer}" + ("" if slots else "; no candidates this generation"))
+            if not slots:
+                return Proposed(hypotheses=[], failure=fewer, propose_seconds=0.0)
+            ctx.reporter.phase(f"gen {self.g}: diagnosing ({ctx.proposer.name} proposer)")
             try:
                 harness_dir = export_tree(ctx.repo, self.main_before, self.dir / "work-propose")
                 history = list(ctx.log.of_type(VerdictRecorded))
@@ -258,7 +264,7 @@ class Generation:
                                        report=control_run.report, harness_dir=harness_dir, skills=ctx.skills,
                                        seed=ctx.cfg.seed, history=history, evidence_dir=self.evidence,
                                        sandbox=ctx.sandbox, known=self._known())
-                kept, dropped = _valid(ctx.proposer.propose(pctx, ctx.cfg.candidates), ctx.cfg.candidates)
+                kept, dropped = _valid(ctx.proposer.propose(pctx, slots), slots)
             except (BudgetExhausted, KeyboardInterrupt):
                 raise
             except Exception as e:
@@ -267,7 +273,8 @@ class Generation:
                 return Proposed(hypotheses=[], failure=reason, propose_seconds=time.monotonic() - started)
             if dropped:
                 ctx.reporter.phase(f"gen {self.g}: {dropped[:400]}")
-            return Proposed(hypotheses=kept, failure=dropped, propose_seconds=time.monotonic() - started)
+            return Proposed(hypotheses=kept, failure="; ".join(x for x in (fewer, dropped) if x),
+                            propose_seconds=time.monotonic() - started)
 
         data = ctx.step(self.key("propose"), Proposed, run)
         return list(data.hypotheses)

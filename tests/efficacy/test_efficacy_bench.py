@@ -123,7 +123,7 @@ def test_every_arm_trains_at_equal_compute_from_the_reference_and_is_reported_fr
             assert report["summary"][name]["hierarchical"]["mean"] == pytest.approx(diff), "seeds, then tasks"
     text = (out / "report.md").read_text()
     assert "## Targets" in text and "| arm | level " in text and "noise floor" in text
-    assert report["search"] == {"proposer": "skills", "confirm_steps": 0, "archive_parents": 0}
+    assert report["search"] == {"proposer": "skills", "confirm_steps": 0, "search_steps": 0, "archive_parents": 0}
     assert "## Candidates" in (seed_dir / "evolve-summary.md").read_text(), "each verdict kept with the results"
     assert "commit: lost" not in (stale.read_text() if stale.is_file() else ""), "a lost attempt steered the run"
 

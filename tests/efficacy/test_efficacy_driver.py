@@ -314,6 +314,21 @@ def test_the_swe_benchmark_draws_the_easy_tier_with_a_search_sized_for_its_steps
     assert (math["generations"], math["train_steps"]) == (3, 8), "the math benchmark keeps its measured search"
 
 
+def test_the_cpu_benchmark_gives_its_search_and_the_random_control_one_search_step_budget() -> None:
+    # Unbounded, the random control's blind draws that scored exactly 0 went to the confirmation rung and it
+    # trained 144 search steps to the evolve arm's 32 (bench/results/efficacy-remeasure/same-splits).
+    from meta_agent.config import EvolveConfig, build
+
+    bench = _bench_module()
+    _, math = bench.arm_settings("cpu", "bwrap", domain="math")
+    assert math["search_steps"] == 64
+    # the random run reads the same evolve.yaml, with only its proposer and control changed on the command line
+    control = build(EvolveConfig, math, {"proposer": "random-matched", "control": "none"})
+    assert control.search_steps == build(EvolveConfig, math, {}).search_steps == 64
+    _, chosen = bench.arm_settings("cpu", "bwrap", domain="math", search_steps=32)
+    assert chosen["search_steps"] == 32
+
+
 def test_an_swe_report_counts_the_test_episodes_that_left_a_diff_where_none_resolved(tmp_path: Path) -> None:
     # With a policy that resolves nothing every accuracy reads 0: how far each arm got is the one signal left.
     for domain, shown in (("swe", True), ("math", False)):

@@ -25,6 +25,16 @@ def test_the_plan_counts_every_training_and_evaluation_a_run_can_make() -> None:
     assert plan.llm_sessions == 0
 
 
+def test_the_plan_of_a_run_with_a_search_step_budget_counts_only_what_the_budget_pays_for() -> None:
+    cfg = EvolveConfig.model_validate({"domain": "math", "generations": 3, "candidates": 2, "train_steps": 4,
+                                       "selection_limit": 40, "test_limit": 20, "noise_reruns": 1,
+                                       "confirm_steps": 8, "search_steps": 28})
+    plan = plan_of(cfg, eval_batch=16)
+    # 28 steps: 3 noise reruns (12), then 4 of the 6 backtests (16), and no confirmation rung
+    assert (plan.training_runs, plan.grpo_steps) == (3 + 3 + 4 + 2, (3 + 3 + 4 + 2) * 4)
+    assert plan.evaluations == 3 + 3 + 4 + 2
+
+
 def test_finished_runs_scale_later_estimates() -> None:
     plan = plan_of(EvolveConfig.model_validate({"domain": "math", "train_steps": 2}), eval_batch=16)
     rates = Rates(key="k", train_start_s=10, step_s=5, eval_batch_s=3, eval_batch=16, measured="now")
