@@ -9,8 +9,9 @@ way the efficacy benchmark counts compute. The budget is checked where a search 
   backtest for (none: the generation trains main and proposes nothing, its reason journaled);
 - before the confirmation rung: only as many candidates as fit beside the longer control go to it.
 
-Noise reruns count but are not cut: the gate needs the floor. So a run spends at most the budget plus its
-noise reruns' steps, when those come after the budget ran out. Every decision is taken from runs that have
+Noise reruns and the re-test of a winner combined with those merged before it (`cand-K+combined`) count
+but are not cut: the gate needs the floor, and a winner is merged only tested together with the others. So
+a run spends at most the budget plus those, when they come after the budget ran out. Every decision is taken from runs that have
 finished by then, so a resumed run takes the same ones.
 """
 
