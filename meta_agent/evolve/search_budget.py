@@ -11,8 +11,8 @@ way the efficacy benchmark counts compute. The budget is checked where a search 
 
 Noise reruns and the re-test of a winner combined with those merged before it (`cand-K+combined`) count
 but are not cut: the gate needs the floor, and a winner is merged only tested together with the others. So
-a run spends at most the budget plus those, when they come after the budget ran out. Every decision is taken from runs that have
-finished by then, so a resumed run takes the same ones.
+a run spends at most the budget plus those, when they come after the budget ran out. Every decision is
+taken from runs that have finished by then, so a resumed run takes the same ones.
 """
 
 from __future__ import annotations
