@@ -36,9 +36,11 @@ report.json) is computed from them alone: for the seeds of this invocation and e
 the same --out with the same settings (so --seed 0, then --seed 1 in a later session, builds one report).
 Re-running with the same --out resumes: finished arms are kept. SIGTERM or Ctrl-C stops the running arms
 too; run the command again to resume. On 2 or more cores a seed's arms run in two lanes side by side (the
-evolve arm in one, the random search in the other, then the arms that need the evolved policy's steps from one
-queue both lanes take from), each child with half the cores while both lanes run: 0.67-0.71 of the wall one
-after the other, at identical answers (bench/efficacy_lanes.py); --lanes 1 runs them one after the other.
+evolve arm in one, the random search in the other, then the other arms from one queue both lanes take from:
+those that need only the planned steps are queued first, for the lane whose search ends first, and those made
+from the evolve run, longest first, when it ends), each child with half the cores while both lanes run:
+0.67-0.71 of the wall one after the other, at identical answers (bench/efficacy_lanes.py); --lanes 1 runs
+them one after the other.
 `make bench` leaves this one out (it runs for hours at --preset cpu); run it on its own.
 """
 
@@ -91,12 +93,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     # paired 98.3% CI of [+0.077, +0.280]; on 30 tasks, 4 and 0, a CI no gate can pass
     # (bench/results/policy-movement-reference). The confirmation rung (16 more steps for the best unpromoted
     # candidate) and one archive parent per generation are the search settings the template-start benchmark
-    # kept (bench/results/efficacy-cpu-archive). Both searches get the same 64 search steps (the noise rerun,
-    # three backtests and one confirmation rung): unbounded, the random control's blind draws that scored
-    # exactly 0 went to the rung and it trained 144 steps to the evolve arm's 32, and set a seed's time
-    # (bench/results/efficacy-remeasure/same-splits). Chosen for time, not from any score.
+    # kept (bench/results/efficacy-cpu-archive). Both searches get the same 48 search steps, generations x
+    # candidates x train_steps: every slot's short rung once, so the rung runs only on steps a generation's
+    # failed candidates left. Unbounded, the random control's blind draws that scored exactly 0 went to the
+    # rung and it trained 144 steps to the evolve arm's 32, which set a seed's time (bench/results/
+    # efficacy-remeasure/same-splits); at 64 both spent 64 and the seed took 48.6 min (efficacy-search-steps/
+    # budget-64). Chosen for time, not from a score: on the reference-start runs on record the rung judged 6
+    # candidates on the selection split and promoted none.
     "cpu": {"policy": "smollm2", "generations": 3, "candidates": 2, "train_steps": 8, "noise_reruns": 1,
-            "confirm_steps": 16, "search_steps": 64, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
+            "confirm_steps": 16, "search_steps": 48, "archive_parents": 1, "selection_limit": 100, "test_limit": 200,
             "leave_one_out": 2, "math": MATH_EVAL,
             # code (not yet measured): every HumanEval and CodeI/O problem the default build makes
             "code": {"train_size": 256, "selection_size": 60, "test_size": 100},
@@ -164,10 +169,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
                     help="tiny: the machinery on a random 3M model, minutes; cpu (default): SmolLM2-135M on 2 CPU "
-                         "cores, 40-52 min a seed here in two lanes (the evolve arm, 19.5-21.3 min, beside the random "
-                         "search, 28.6-41.5, then the arms that need their steps, from one queue; an arm whose "
-                         "harness is the reference's files takes reference_rollout's result); more when the "
-                         "searches confirm more candidates; gpu: sized for one GPU (not yet measured)")
+                         "cores, about 40-47 min a seed here in two lanes (the evolve arm beside the random search, "
+                         "each bounded by --search-steps, then the other arms from one queue; an arm whose "
+                         "harness is the reference's files takes reference_rollout's result; docs/evolve.md, "
+                         "\"Time\"); gpu: sized for one GPU (not yet measured)")
     ap.add_argument("--domain", choices=DOMAINS, default="math",
                     help="math (default; the measured one), code (HumanEval and CodeI/O; not yet measured) or swe "
                          "(the easy tier of the shipped bug-fix set under the sealed protocol; at --preset cpu a "
@@ -190,7 +195,7 @@ def main() -> None:
                     help="the evolve arm's confirmation rung (successive halving; default: the preset's)")
     ap.add_argument("--search-steps", type=at_least(0), default=None,
                     help="GRPO steps each search (the evolve arm's and the random control's) may spend on backtests, "
-                         "confirmation rungs and noise reruns (default: the preset's, cpu 64; 0: no bound)")
+                         "confirmation rungs and noise reruns (default: the preset's, cpu 48; 0: no bound)")
     ap.add_argument("--compare", nargs="+", metavar="LABEL=OUT",
                     help="print the ablation table of finished benchmarks (their report.json) and exit")
     ap.add_argument("--archive-parents", type=at_least(0), default=None,

@@ -60,6 +60,7 @@ from bench.efficacy_lib.records import (
 )
 from bench.efficacy_lib.reference import make_reference_harness
 from bench.efficacy_lib.splits import secret_file
+from meta_agent.config import EvolveConfig
 from meta_agent.errors import UserError
 from meta_agent.eventlog import EventLog
 from meta_agent.evolve.active_time import run_seconds
@@ -109,6 +110,7 @@ class SeedArms:
         self._reference_harness()
         make_secret(secret_file(self.dir))  # both lanes' runs draw their splits from it: made before either
         queue = ArmQueue()  # the arms after the searches, for whichever lane is free (lanes.py)
+        self._queue_fixed_arms(records, queue)  # ready for the lane whose search ends first
         run_lanes([lambda: self._search_lane(records, queue), lambda: self._random_lane(records, queue)],
                   side_by_side=self.lanes > 1)
         evolve, random = records.evolve, records.random
@@ -147,8 +149,28 @@ class SeedArms:
         if failed is not None:
             raise failed
 
+    def _planned_steps(self, records: ArmRecords) -> int:
+        """The evolved policy's GRPO steps as the settings plan them: generations x train_steps."""
+        cfg = EvolveConfig.model_validate(records.settings or {})
+        return cfg.generations * cfg.steps
+
+    def _queue_fixed_arms(self, records: ArmRecords, queue: ArmQueue) -> None:
+        """The arms that need only the evolved policy's planned steps, not the evolve run: queued before the
+        searches, so the lane whose search ends first starts them instead of waiting for the other's."""
+        reference, steps = self._reference_harness(), self._planned_steps(records)
+        queue.add("reference_rollout", lambda: self._rollout("reference_rollout", reference, steps, records))
+        queue.add("reference_again", lambda: self._rollout("reference_again", reference, steps, records,
+                                                           seed=self.seed + AGAIN_SEED))
+        queue.add("template", lambda: self._rollout("template", self._template_harness, steps, records))
+
     def _queue_arms(self, records: ArmRecords, queue: ArmQueue, evolve: EvolveRecord) -> None:
+        """The arms made from the evolve run: its total steps, its first report, its final harness."""
         steps = evolve.compute.evolved.steps
+        if steps != self._planned_steps(records):  # the fixed arms trained the planned steps: equal compute
+            raise UserError(f"seed {self.seed}: the evolved policy trained {steps} GRPO steps, not the "
+                            f"{self._planned_steps(records)} its settings plan (generations x train_steps), so the "
+                            f"reference_rollout, reference_again and template arms did not train as long; see "
+                            f"{self.dir / 'evolve'}")
         if records.changes is None:
             records.changes = merged_changes(self.dir / "evolve", self.dir / "evolve-harness")
             self._keep(records)
@@ -159,12 +181,8 @@ class SeedArms:
                             f"arm again")
         after_rollout = frozenset({"reference_rollout"})  # arms that may take its result instead of training
         queue.add("reference_total", lambda: self._rollout(
-            "reference_total", reference, steps + evolve.compute.search.steps, records))
-        queue.add("reference_rollout", lambda: self._rollout("reference_rollout", reference, steps, records))
+            "reference_total", reference, steps + evolve.compute.search.steps, records), first=True)  # longest
         queue.add("blind_bundle", lambda: self._rollout("blind_bundle", lambda: self._bundle(records), steps, records))
-        queue.add("reference_again", lambda: self._rollout("reference_again", reference, steps, records,
-                                                           seed=self.seed + AGAIN_SEED))
-        queue.add("template", lambda: self._rollout("template", self._template_harness, steps, records))
         queue.add("retrained", lambda: self._rollout_or_reuse("retrained", final, reference, steps, records),
                   after_rollout)
         for change in self._top_changes(records):

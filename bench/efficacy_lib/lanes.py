@@ -76,9 +76,10 @@ def run_lanes(lanes: Sequence[Callable[[], None]], side_by_side: bool) -> None:
 
 
 class ArmQueue:
-    """Arms any lane may run, in the order added, each once no arm it names in `after` is still waiting or
-    running (an arm that reuses another's result checks for that result itself). `close()` says no more will
-    be added; `work()` runs arms until none is left, then raises the failures of the arms it ran."""
+    """Arms any lane may run, in the order added (`first`: ahead of those waiting), each once no arm it names
+    in `after` is still waiting or running (an arm that reuses another's result checks for that result
+    itself). `close()` says no more will be added; `work()` runs arms until none is left, then raises the
+    failures of the arms it ran."""
 
     def __init__(self) -> None:
         self._waiting: list[tuple[str, frozenset[str], Callable[[], object]]] = []
@@ -86,9 +87,10 @@ class ArmQueue:
         self._closed = False
         self._changed = threading.Condition()
 
-    def add(self, name: str, arm: Callable[[], object], after: frozenset[str] = frozenset()) -> None:
+    def add(self, name: str, arm: Callable[[], object], after: frozenset[str] = frozenset(),
+            first: bool = False) -> None:
         with self._changed:
-            self._waiting.append((name, after, arm))
+            self._waiting.insert(0 if first else len(self._waiting), (name, after, arm))
             self._changed.notify_all()
 
     def close(self) -> None:

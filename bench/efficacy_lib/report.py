@@ -207,14 +207,15 @@ def render(report: EfficacyReport) -> str:
                          + (f"; could not apply: {', '.join(b.failed)}" if b.failed else "") + ".")
         lines += ["", "| merged change | gate delta | kind | touched | retrained - without it |",
                   "|---|---|---|---|---|"] if s.run.changes else ["", "The search merged nothing."]
-        lines += [f"The {arm} arm is {source}'s training and result: the same harness files, steps and seed, not "
-                  f"run twice." for arm, source in s.run.reused.items()]
         for c in s.run.changes:
             loo = s.paired.get(f"retrained - {without_arm(c.cand_id)}")
             why = s.run.not_left_out.get(c.cand_id)
             cell = f"{loo.delta} {loo.mcnemar}" if loo else (f"not removable: {why}" if why else "not left out")
             delta = f"{c.delta:+.3f}" if c.delta is not None else "?"
             lines.append(f"| {c.cand_id}: {c.title} | {delta} | {c.kind} | {', '.join(c.parts)} | {cell} |")
+        # after the table: a line between its header and its rows would end it
+        lines += ["", *(f"The {arm} arm is {source}'s training and result: the same harness files, steps and seed, "
+                        f"not run twice." for arm, source in s.run.reused.items())]
         lines.append("")
     lines += ["Not in these intervals: that a seed's search and its controls are single runs; the noise-floor row "
               "is what two trainings of one harness differ by."]

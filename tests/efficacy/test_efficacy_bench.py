@@ -123,6 +123,11 @@ def test_every_arm_trains_at_equal_compute_from_the_reference_and_is_reported_fr
             assert report["summary"][name]["hierarchical"]["mean"] == pytest.approx(diff), "seeds, then tasks"
     text = (out / "report.md").read_text()
     assert "## Targets" in text and "| arm | level " in text and "noise floor" in text
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("| merged change |"):  # its rows follow its header: a line between would end the table
+            assert lines[i + 1].startswith("|---") and all(r.startswith("| ") for r in lines[i + 2:i + 2 + len(
+                run["changes"])]), lines[i:i + 4]
     assert report["search"] == {"proposer": "skills", "confirm_steps": 0, "search_steps": 0, "archive_parents": 0}
     assert "## Candidates" in (seed_dir / "evolve-summary.md").read_text(), "each verdict kept with the results"
     assert "commit: lost" not in (stale.read_text() if stale.is_file() else ""), "a lost attempt steered the run"

@@ -321,10 +321,10 @@ def test_the_cpu_benchmark_gives_its_search_and_the_random_control_one_search_st
 
     bench = _bench_module()
     _, math = bench.arm_settings("cpu", "bwrap", domain="math")
-    assert math["search_steps"] == 64
+    assert math["search_steps"] == 48
     # the random run reads the same evolve.yaml, with only its proposer and control changed on the command line
     control = build(EvolveConfig, math, {"proposer": "random-matched", "control": "none"})
-    assert control.search_steps == build(EvolveConfig, math, {}).search_steps == 64
+    assert control.search_steps == build(EvolveConfig, math, {}).search_steps == 48
     _, chosen = bench.arm_settings("cpu", "bwrap", domain="math", search_steps=32)
     assert chosen["search_steps"] == 32
 

@@ -45,10 +45,13 @@ def test_a_failing_lane_lets_the_other_finish_then_says_why(tmp_path: Path) -> N
 
 def test_the_arms_after_the_searches_go_to_whichever_lane_is_free() -> None:
     """Fixed lanes left the lane with the shorter list idle while the other still had arms: every queued arm
-    runs once, on either lane, an arm that reuses another's result starts after that one ended, and a failing
-    arm stops neither lane; its reason is raised once both are done."""
+    runs once, on either lane; the arms that need no evolve run are queued before the searches, so the lane
+    whose search ends first starts them; the longest arm, queued after, goes ahead of them; an arm that
+    reuses another's result starts after that one ended, and a failing arm stops neither lane; its reason
+    is raised once both are done."""
     queue, lock = ArmQueue(), threading.Lock()
     ran: dict[str, tuple[str, float, float]] = {}
+    searched: dict[str, float] = {}
 
     def arm(name: str, seconds: float, fails: bool = False) -> Callable[[], None]:
         def run() -> None:
@@ -60,13 +63,15 @@ def test_the_arms_after_the_searches_go_to_whichever_lane_is_free() -> None:
                 raise UserError(f"seed 0: `meta-agent rollout` of {name} failed (exit 1)")
         return run
 
-    def search_lane() -> None:  # the evolve arm, then the arms that need its steps
+    for name, seconds in (("reference_rollout", 0.3), ("reference_again", 0.3), ("template", 0.2)):
+        queue.add(name, arm(name, seconds))  # the planned steps are known before either search
+
+    def search_lane() -> None:  # the evolve arm, then the arms made from it
         try:
             time.sleep(0.5)
-            queue.add("reference_total", arm("reference_total", 2.0))
-            queue.add("reference_rollout", arm("reference_rollout", 0.3))
+            searched["evolve"] = time.monotonic()
+            queue.add("reference_total", arm("reference_total", 2.0), first=True)
             queue.add("blind_bundle", arm("blind_bundle", 0.2, fails=True))
-            queue.add("template", arm("template", 0.2))
             queue.add("retrained", arm("retrained", 0.1), frozenset({"reference_rollout"}))
             queue.add("orphan", arm("orphan", 0.1), frozenset({"an arm never queued"}))
         finally:
@@ -79,8 +84,11 @@ def test_the_arms_after_the_searches_go_to_whichever_lane_is_free() -> None:
 
     with pytest.raises(UserError, match="blind_bundle"):
         run_lanes([search_lane, random_lane], side_by_side=True)
-    assert set(ran) == {"reference_total", "reference_rollout", "blind_bundle", "template", "retrained", "orphan"}
+    assert set(ran) == {"reference_total", "reference_rollout", "reference_again", "blind_bundle", "template",
+                        "retrained", "orphan"}
     assert len({lane for lane, _, _ in ran.values()}) == 2, "both lanes took arms"
+    assert ran["reference_rollout"][1] < searched["evolve"], "the free lane did not wait for the evolve arm"
+    assert ran["reference_total"][1] < ran["blind_bundle"][1], "the longest arm went ahead of those queued before"
     assert ran["retrained"][1] >= ran["reference_rollout"][2], "it may take reference_rollout's result: after it"
     assert ran["template"][1] < ran["reference_total"][2], "the free lane did not wait for the long arm"
 
