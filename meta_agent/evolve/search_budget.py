@@ -2,8 +2,9 @@
 policy under main.
 
 Search steps are those of candidate backtests, confirmation rungs (the candidate's and the control's longer
-run) and noise-floor reruns, counted from the runs on disk (`metrics.jsonl`, one line per optimizer step), the
-way the efficacy benchmark counts compute. The budget is checked where a search training is decided:
+run) and noise-floor reruns, counted from the runs on disk: each run that started, at the steps it was given
+or the lines of its `metrics.jsonl` (one per optimizer step, as the efficacy benchmark counts compute),
+whichever is more. The budget is checked where a search training is decided:
 
 - before a generation proposes: it asks the proposer for only as many candidates as the steps left pay a
   backtest for (none: the generation trains main and proposes nothing, its reason journaled);
@@ -25,12 +26,15 @@ from meta_agent.config import EvolveConfig
 
 def search_runs(gen: Path) -> list[Path]:
     """The output folders of one generation's search trainings (`gen` is RUN/gen-NNN), finished or not."""
-    return [*sorted(gen.glob("cand-*/train")), *sorted(gen.glob("noise-*")),
-            *sorted(gen.glob("cand-*/confirm")), gen / "confirm-control"]
+    return [*sorted(gen.glob("cand-*/train")), *sorted(gen.glob("noise-*")), *_rung_runs(gen)]
+
+
+def _rung_runs(gen: Path) -> list[Path]:
+    return [*sorted(gen.glob("cand-*/confirm")), gen / "confirm-control"]
 
 
 def steps_of(out_dir: Path) -> int:
-    """Optimizer steps a training run took (0 when it has not started)."""
+    """Optimizer steps a training run logged (0 when it has not started)."""
     path = out_dir / "metrics.jsonl"
     if not path.is_file():
         return 0
@@ -38,11 +42,18 @@ def steps_of(out_dir: Path) -> int:
         return sum(1 for line in f if line.strip())
 
 
-def steps_spent(run_dir: Path, leave_out: Iterable[Path] = ()) -> int:
-    """Search steps the run has spent, without the runs in `leave_out` (those being decided)."""
+def steps_spent(cfg: EvolveConfig, run_dir: Path, leave_out: Iterable[Path] = ()) -> int:
+    """Search steps the run has spent, without the runs in `leave_out` (those being decided). A run that
+    started counts the steps it was given or the steps it logged, whichever is more: the log is the harness's,
+    and one that logs fewer steps than it trained must not buy its search more."""
     skip = {p.resolve() for p in leave_out}
-    return sum(steps_of(out) for gen in sorted(run_dir.glob("gen-*")) if gen.is_dir()
-               for out in search_runs(gen) if out.resolve() not in skip)
+    spent = 0
+    for gen in sorted(run_dir.glob("gen-*")):
+        rung = set(_rung_runs(gen))
+        for out in search_runs(gen):
+            if out.exists() and out.resolve() not in skip:
+                spent += max(cfg.confirm_steps if out in rung else cfg.steps, steps_of(out))
+    return spent
 
 
 def proposal_slots(cfg: EvolveConfig, run_dir: Path) -> tuple[int, str]:
@@ -50,7 +61,7 @@ def proposal_slots(cfg: EvolveConfig, run_dir: Path) -> tuple[int, str]:
     `steps`, so no more than the steps left pay for. Called before the generation's candidates train."""
     if cfg.search_steps is None:
         return cfg.candidates, ""
-    left = cfg.search_steps - steps_spent(run_dir)
+    left = cfg.search_steps - steps_spent(cfg, run_dir)
     slots = max(0, min(cfg.candidates, left // cfg.steps))
     if slots == cfg.candidates:
         return slots, ""
@@ -66,6 +77,6 @@ def confirmable(cfg: EvolveConfig, run_dir: Path, gen: Path, chosen: list[int]) 
     if cfg.search_steps is None or not chosen:
         return chosen
     rung = [*gen.glob("cand-*/confirm"), gen / "confirm-control"]
-    left = cfg.search_steps - steps_spent(run_dir, leave_out=rung)
+    left = cfg.search_steps - steps_spent(cfg, run_dir, leave_out=rung)
     fits = left // cfg.confirm_steps - 1  # the control's longer run first
     return chosen[:max(0, fits)]

@@ -33,13 +33,25 @@ def test_a_generation_proposes_only_the_backtests_its_steps_left_pay_for(tmp_pat
     _trained(run / "gen-000" / "cand-0" / "train", 4)
     _trained(run / "gen-000" / "cand-1" / "train", 4)
     _trained(run / "gen-000" / "main", 4)  # main's own training is not search
-    assert steps_spent(run) == 12
+    assert steps_spent(_cfg(), run) == 12
     assert proposal_slots(_cfg(), run) == (3, ""), "no budget: every slot"
     assert proposal_slots(_cfg(search_steps=100), run) == (3, "")
     slots, why = proposal_slots(_cfg(search_steps=21), run)
     assert slots == 2 and "9 left" in why and "search-step budget (21" in why
     slots, why = proposal_slots(_cfg(search_steps=12), run)
     assert slots == 0 and "not enough for one" in why
+
+
+def test_a_search_run_that_logs_fewer_steps_than_it_was_given_does_not_buy_the_search_more(tmp_path: Path) -> None:
+    # metrics.jsonl is written by the harness under test: a run that trained 4 steps and logged 1, or started
+    # and logged nothing, still spent the 4 it was given; one that logged more than it was given spent those.
+    run = tmp_path / "run"
+    _trained(run / "gen-000" / "cand-0" / "train", 1)
+    (run / "gen-000" / "cand-1" / "train").mkdir(parents=True)
+    _trained(run / "gen-000" / "noise-0", 6)
+    _trained(run / "gen-000" / "confirm-control", 2)
+    assert steps_spent(_cfg(), run) == 4 + 4 + 6 + 8
+    assert proposal_slots(_cfg(search_steps=24), run)[0] == 0
 
 
 def test_the_confirmation_rung_takes_only_what_fits_beside_its_control_and_keeps_its_choice_on_resume(
